@@ -1,0 +1,69 @@
+"""Engine benchmark: prints JSON lines.
+
+1. Wall time of the whole MAP suite (joint, fine-tuning, 5 EWC, 15 SI, ER; 100 epochs) on cisplit2diris, one seed,
+   split into compile and run time (run = executing compiled programs, including evaluation after each task).
+2. The same with 10 seeds as a vmap axis.
+3. Time per epoch of fcnn256 fine-tuning on cisplitmnist5k (batch 64), excluding compilation.
+
+Usage: python benchmarks/engine.py [--skip-mnist]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jax
+
+from bcl.data import load_sequence
+from bcl.map import PAPER_SETTINGS, finetuning, map_suite
+from bcl.models import make_model
+from bcl.sequence import PROGRAMS, train_sequence
+
+
+def suite_time(sequence, seeds):
+    settings = dict(PAPER_SETTINGS[sequence.name])
+    model = make_model(settings.pop("model"), sequence.n_outputs, sequence.input_shape)
+    PROGRAMS.cache.clear()
+    totals = {"compile_s": 0.0, "run_s": 0.0}
+    start = time.perf_counter()
+    for name, (method, hyper) in map_suite(model, sequence.likelihood, **settings).items():
+        result = train_sequence(method, sequence, hyper, seeds, progress=False)
+        for k in totals:
+            totals[k] += result.timings[k]
+    wall = time.perf_counter() - start
+    return {"benchmark": "map_suite", "sequence": sequence.name, "seeds": len(seeds), "wall_s": round(wall, 3),
+            "compile_s": round(totals["compile_s"], 3), "run_s": round(totals["run_s"], 3),
+            "other_s": round(wall - totals["compile_s"] - totals["run_s"], 3), "device": jax.devices()[0].platform}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-mnist", action="store_true")
+    args = parser.parse_args()
+    iris = load_sequence("cisplit2diris")
+    print(json.dumps(suite_time(iris, [0])), flush=True)
+    print(json.dumps(suite_time(iris, list(range(10)))), flush=True)
+    if not args.skip_mnist:
+        mnist = load_sequence("cisplitmnist5k")
+        model = make_model("fcnn256", mnist.n_outputs, mnist.input_shape)
+        epochs = 3
+        method = finetuning(model, "softmax", batch_size=64, epochs=epochs)
+        first = mnist._asdict() | {"tasks": mnist.tasks[:1]}
+        from bcl.core import TaskSequence
+        one_task = TaskSequence(**first)
+        result = train_sequence(method, one_task, {"learning_rate": 0.01}, [0], progress=False)
+        n = len(mnist.tasks[0].train)
+        print(json.dumps({"benchmark": "fcnn256_epoch", "sequence": "cisplitmnist5k", "task_1_train_points": n,
+                          "batch_size": 64, "epochs_timed": epochs,
+                          "s_per_epoch_incl_eval": round(result.timings["run_s"] / epochs, 4),
+                          "compile_s": round(result.timings["compile_s"], 3),
+                          "device": jax.devices()[0].platform}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Final average test accuracy of the five MAP baselines with the paper's hyperparameters.
+
+Usage: python experiments/map_results.py [SEQUENCE ...] [--seeds N] [--importance-sign {1,-1}]
+
+Seeds are a vmap axis; EWC's λ and SI's λ × ξ are selected per seed by validation final average accuracy.
+Prints a markdown table (mean ± std over seeds, ×100, with the authors' single-seed numbers of algorithm notes §19)
+and writes results/map/<sequence>.json (summary) plus results/map/<sequence>_table.{json,csv} (tidy table).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+
+import numpy as np
+
+from bcl.core import atomic_write_json, results_dir
+from bcl.data import load_sequence
+from bcl.map import PAPER_SETTINGS, map_suite
+from bcl.models import make_model
+from bcl.sequence import (final_average_accuracy, hyper_configs, result_table, save_table, select_by_validation,
+                          train_sequence)
+import pandas as pd
+
+AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
+    "cisplit2diris": {"joint": 93.33, "finetuning": 33.33, "ewc": 33.33, "si": 63.33, "er": 93.33},
+    "disinusoid": {"joint": 99.10, "finetuning": 60.90, "ewc": 66.10, "si": 65.10, "er": 98.70},
+}
+
+def run(name: str, seeds: list[int], importance_sign: int, progress: bool) -> dict:
+    sequence = load_sequence(name)
+    settings = dict(PAPER_SETTINGS[name])
+    model = make_model(settings.pop("model"), 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
+                       sequence.input_shape)
+    suite = map_suite(model, sequence.likelihood, importance_sign=importance_sign, **settings)
+    summary, tables = {}, []
+    for method_name, (method, hyper) in suite.items():
+        start = time.perf_counter()
+        result = train_sequence(method, sequence, hyper, seeds, progress=progress)
+        chosen = select_by_validation(result)
+        test = final_average_accuracy(result.metrics["test/accuracy"])[chosen, np.arange(len(seeds))] * 100
+        configs = hyper_configs(hyper)
+        summary[method_name] = {"mean": float(test.mean()), "std": float(test.std(ddof=1)) if len(seeds) > 1 else 0.0,
+                                "per_seed": test.tolist(), "selected": [configs[g] for g in chosen],
+                                "wall_s": time.perf_counter() - start, **result.timings}
+        tables.append(result_table(result, chosen))
+    folder = results_dir() / "map"
+    save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
+    atomic_write_json(folder / f"{name}.json", {"sequence": name, "seeds": seeds, "settings": PAPER_SETTINGS[name],
+                                               "importance_sign": importance_sign, "methods": summary})
+    return summary
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sequences", nargs="*", default=["cisplit2diris", "disinusoid"])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--importance-sign", type=int, default=1, choices=(1, -1))
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args()
+    seeds = list(range(args.seeds))
+    rows = {}
+    for name in args.sequences:
+        rows[name] = run(name, seeds, args.importance_sign, args.progress)
+    print(f"\nFinal average test accuracy (%), mean ± std over {len(seeds)} seeds (authors: one seed, notes §19)\n")
+    print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
+    print("|---|" + "---|---|" * len(rows))
+    for method in ("joint", "finetuning", "ewc", "si", "er"):
+        cells = []
+        for name, summary in rows.items():
+            s = summary[method]
+            cells += [f"{s['mean']:.2f} ± {s['std']:.2f}", f"{AUTHORS.get(name, {}).get(method, float('nan')):.2f}"]
+        print(f"| {method} | " + " | ".join(cells) + " |")
+    for name, summary in rows.items():
+        for method in ("ewc", "si"):
+            print(f"{name} {method} selected per seed: {summary[method]['selected']}")
+        print(f"{name} wall time per method (s): " + ", ".join(f"{m} {s['wall_s']:.1f}" for m, s in summary.items()))
+
+if __name__ == "__main__":
+    main()
