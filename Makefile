@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 
-.PHONY: env offline-data sync-check test test-all demo clean-notebooks export bench
+.PHONY: env offline-data sync-check test test-all demo demo-sinusoid clean-notebooks bench
 
 $(STAMP): settings.ini setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,9 +42,14 @@ test: env sync-check
 test-all: env
 	BCL_TEST_FLAGS=slow $(BIN)/python -m pytest tests -q -rs
 
-## The main job.
+## The main job: the paper's visualisation figure and tables for CI Split 2D Iris with the paper's settings
+## (papermill, nbs/20_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains; about 6-11 minutes on 2 cores).
 demo: env
-	$(BIN)/python -m bcl.demo
+	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
+
+## DI Sinusoid with a reduced, documented variant (experiments/params/demo_disinusoid.yaml; about 25 minutes on 2 cores).
+demo-sinusoid: env
+	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml experiments/params/demo_disinusoid.yaml
 
 clean-notebooks: $(STAMP)
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export

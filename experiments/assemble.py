@@ -1,0 +1,41 @@
+"""Re-draw the committed figures and tables of visualisation runs from their saved numbers (no training).
+
+Usage: python experiments/assemble.py [RUN ...] [--figures figures] [--tables experiments/tables]
+
+RUN is a folder under results/ holding numbers.json and grid_probabilities.npz written by nbs/20_visualisation.ipynb
+(default: paper_cisplit2diris and, when present, the Sinusoid run). Writes figures/visualisation_<sequence>.png/.pdf,
+figures/hmc_distance_<sequence>.png/.pdf and <tables>/visualisation_<sequence>.md/.json.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bcl.core import results_dir
+from bcl.experiment import write_report
+
+DEFAULT_RUNS = ("paper_cisplit2diris", "paper_disinusoid", "demo_disinusoid")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="*")
+    parser.add_argument("--figures", default=str(ROOT / "figures"))
+    parser.add_argument("--tables", default=str(ROOT / "experiments" / "tables"))
+    args = parser.parse_args()
+    runs = args.runs or [r for r in DEFAULT_RUNS if (results_dir() / r / "numbers.json").exists()]
+    if not runs:
+        raise FileNotFoundError(f"No run found under {results_dir()}; run experiments/run_visualisation.py first.")
+    for run in runs:
+        folder = Path(run) if Path(run).is_dir() else results_dir() / run
+        report = write_report(folder, args.figures, args.tables)
+        print(report["markdown"])
+        print("wrote", *[str(p) for p in report["paths"]], sep="\n  ")
+
+
+if __name__ == "__main__":
+    main()
