@@ -1,6 +1,11 @@
 """Final average test accuracy of the five MAP baselines with the paper's hyperparameters.
 
 Usage: python experiments/map_results.py [SEQUENCE ...] [--seeds N] [--importance-sign {1,-1}]
+                                        [--pretraining TASK] [--pretrain-epochs E]
+
+A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
+pre-trained extractor (`bcl.features.feature_sequence`, default pre-training task `fashionmnist`, cached under
+data/features), learned with a linear head and the paper's FE settings (notes §17b).
 
 Seeds are a vmap axis; EWC's λ and SI's λ × ξ are selected per seed by validation final average accuracy.
 Prints a markdown table (mean ± std over seeds, ×100, with the authors' single-seed numbers of algorithm notes §19)
@@ -19,6 +24,7 @@ import numpy as np
 
 from bcl.core import atomic_write_json, results_dir
 from bcl.data import load_sequence
+from bcl.features import feature_sequence, pretraining_settings
 from bcl.map import PAPER_SETTINGS, map_suite
 from bcl.models import make_model
 from bcl.sequence import (final_average_accuracy, hyper_configs, result_table, save_table, select_by_validation,
@@ -30,9 +36,15 @@ AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
     "disinusoid": {"joint": 99.10, "finetuning": 60.90, "ewc": 66.10, "si": 65.10, "er": 98.70},
 }
 
-def run(name: str, seeds: list[int], importance_sign: int, progress: bool) -> dict:
-    sequence = load_sequence(name)
-    settings = dict(PAPER_SETTINGS[name])
+FE_SETTINGS = dict(model="linear", learning_rate=0.01, batch_size=64, er_batch=32, coreset_size=256, epochs=20)
+
+def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretraining=None) -> dict:
+    if name.endswith("_fe"):
+        sequence = feature_sequence(name[:-3], pretraining, progress=progress)
+        settings = dict(FE_SETTINGS)
+    else:
+        sequence = load_sequence(name)
+        settings = dict(PAPER_SETTINGS[name])
     model = make_model(settings.pop("model"), 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
                        sequence.input_shape)
     suite = map_suite(model, sequence.likelihood, importance_sign=importance_sign, **settings)
@@ -49,8 +61,14 @@ def run(name: str, seeds: list[int], importance_sign: int, progress: bool) -> di
         tables.append(result_table(result, chosen))
     folder = results_dir() / "map"
     save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
-    atomic_write_json(folder / f"{name}.json", {"sequence": name, "seeds": seeds, "settings": PAPER_SETTINGS[name],
-                                               "importance_sign": importance_sign, "methods": summary})
+    record = {"sequence": name, "seeds": seeds, "settings": FE_SETTINGS if name.endswith("_fe") else PAPER_SETTINGS[name],
+              "importance_sign": importance_sign, "methods": summary}
+    if name.endswith("_fe"):
+        from bcl.data import read_manifest
+        from bcl.features import features_dir
+        extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
+        record["pretraining"] = {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}
+    atomic_write_json(folder / f"{name}.json", record)
     return summary
 
 def main():
@@ -59,11 +77,15 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--importance-sign", type=int, default=1, choices=(1, -1))
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--pretraining", default="fashionmnist", help="pre-training task of the _fe sequences")
+    parser.add_argument("--pretrain-epochs", type=int, default=None, help="override the preset's 20 epochs")
     args = parser.parse_args()
+    changes = {} if args.pretrain_epochs is None else {"epochs": args.pretrain_epochs}
+    pretraining = pretraining_settings(args.pretraining, **changes)
     seeds = list(range(args.seeds))
     rows = {}
     for name in args.sequences:
-        rows[name] = run(name, seeds, args.importance_sign, args.progress)
+        rows[name] = run(name, seeds, args.importance_sign, args.progress, pretraining)
     print(f"\nFinal average test accuracy (%), mean ± std over {len(seeds)} seeds (authors: one seed, notes §19)\n")
     print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
     print("|---|" + "---|---|" * len(rows))

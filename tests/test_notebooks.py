@@ -19,7 +19,7 @@ NBS = ROOT / "nbs"
 def _skip_flags() -> list[str]:
     config = configparser.ConfigParser(delimiters=["="])
     config.read(ROOT / "settings.ini")
-    flags = [f for f in config["DEFAULT"].get("tst_flags", "").split("|") if f]
+    flags = config["DEFAULT"].get("tst_flags", "").replace("|", " ").split()
     forced = set(os.environ.get("BCL_TEST_FLAGS", "").replace(",", " ").split())
     return [f for f in flags if f not in forced]
 
