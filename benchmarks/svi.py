@@ -1,0 +1,114 @@
+"""Benchmark of the eight variational methods; prints JSON lines.
+
+1. `step_ratio`: per method, the time of one training step relative to fine-tuning's on the same data and batch
+   size, for (a) the linear head on 64-d inputs (10 classes) and (b) the 256-256 FCNN on 28×28 inputs (10 classes),
+   both with the image preset (B = 64 for P-methods, 32+32 for L-methods, S = 10, K = 3, M = 64). Measured as the
+   run time of one compiled task program (`epochs` epochs over `n` random points), compilation excluded.
+2. `iris_total`: the total wall time of all eight methods on cisplit2diris with the paper's 2-D settings
+   (one seed, 100 epochs, evaluation after every task), with compile time separate.
+
+Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--n 640] [--epochs 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bcl.core import Split, Task, TaskSequence
+from bcl.data import load_sequence
+from bcl.map import finetuning
+from bcl.models import make_model
+from bcl.sequence import PROGRAMS, train_sequence
+from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
+from bcl.train import make_task_program, vmap_program
+
+
+def task_run_time(method, sequence, learning_rate, repeats=3):
+    "Compile time and best-of-`repeats` run time of the task-1 program (one seed, one configuration)."
+    xs, ys = jnp.asarray(sequence.tasks[0].train.xs), jnp.asarray(sequence.tasks[0].train.ys)
+    state = jax.tree.map(lambda x: x[None, None], method.init(jax.random.key(0), sequence))
+    args = (jnp.stack([jax.random.key(1)]), state, {"learning_rate": jnp.array([learning_rate], jnp.float32)},
+            xs, ys, jnp.int32(1))
+    start = time.perf_counter()
+    compiled = jax.jit(vmap_program(make_task_program(method, len(ys)))).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        best = min(best, time.perf_counter() - start)
+    return compile_s, best
+
+
+def step_ratios(model_name, input_shape, n, epochs, low, high):
+    rng = np.random.default_rng(0)
+    xs = rng.uniform(low, high, size=(n, *input_shape)).astype(np.float32)
+    split = Split(xs, rng.integers(0, 10, n).astype(np.int32))
+    sequence = TaskSequence("bench", (Task(split, split, split, tuple(range(10))),) * 2, 10, "softmax",
+                            tuple(input_shape), (None, None))
+    model = make_model(model_name, 10, input_shape)
+    suite = svi_suite(model, "softmax", "image", inducing_low=low, inducing_high=high, epochs=epochs)
+    baselines = {}
+    for name, (method, hyper) in suite.items():
+        batch = method.batch_size
+        if batch not in baselines:
+            baselines[batch] = task_run_time(finetuning(model, "softmax", batch_size=batch, epochs=epochs), sequence,
+                                             0.01)[1]
+        compile_s, run_s = task_run_time(method, sequence, hyper["learning_rate"])
+        steps = epochs * -(-n // batch)
+        print(json.dumps({"benchmark": "step_ratio", "model": model_name, "method": name, "batch_size": batch,
+                          "steps": steps, "s_per_step": round(run_s / steps, 7),
+                          "finetuning_s_per_step": round(baselines[batch] / steps, 7),
+                          "ratio_to_finetuning": round(run_s / baselines[batch], 2),
+                          "compile_s": round(compile_s, 2), "device": jax.devices()[0].platform}), flush=True)
+
+
+def iris_total():
+    iris = load_sequence("cisplit2diris")
+    cfg = SEQUENCE_SETTINGS["cisplit2diris"]
+    model = make_model(cfg["model"], iris.n_outputs, iris.input_shape)
+    PROGRAMS.cache.clear()
+    totals = {"compile_s": 0.0, "run_s": 0.0}
+    per_method = {}
+    start = time.perf_counter()
+    for name, (method, hyper) in svi_suite(model, iris.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
+                                           inducing_high=cfg["inducing_high"]).items():
+        t = time.perf_counter()
+        result = train_sequence(method, iris, hyper, [0], progress=False)
+        per_method[name] = {"wall_s": round(time.perf_counter() - t, 2),
+                            "compile_s": round(result.timings["compile_s"], 2),
+                            "run_s": round(result.timings["run_s"], 2)}
+        for k in totals:
+            totals[k] += result.timings[k]
+    wall = time.perf_counter() - start
+    print(json.dumps({"benchmark": "iris_total", "sequence": "cisplit2diris", "seeds": 1, "methods": len(per_method),
+                      "wall_s": round(wall, 2), "compile_s": round(totals["compile_s"], 2),
+                      "run_s": round(totals["run_s"], 2), "other_s": round(wall - sum(totals.values()), 2),
+                      "per_method": per_method, "device": jax.devices()[0].platform}), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-steps", action="store_true")
+    parser.add_argument("--skip-iris", action="store_true")
+    parser.add_argument("--n", type=int, default=640)
+    parser.add_argument("--epochs", type=int, default=3)
+    args = parser.parse_args()
+    if not args.skip_iris:
+        iris_total()
+    if not args.skip_steps:
+        step_ratios("linear", (64,), args.n, args.epochs, -1.0, 6.0)
+        step_ratios("fcnn256", (28, 28, 1), args.n, args.epochs, 0.0, 1.0)
+
+
+if __name__ == "__main__":
+    main()

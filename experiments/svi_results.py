@@ -1,0 +1,86 @@
+"""Final average test accuracy of the eight variational methods with the paper's hyperparameters.
+
+Usage: python experiments/svi_results.py [SEQUENCE ...] [--seeds N] [--methods NAME ...] [--progress]
+
+Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.svi.SEQUENCE_SETTINGS`
+(preset, model, inducing-point bounds) and `bcl.svi.PRESETS` (notes §17a/§17b). Prints a markdown table (mean ± std
+over seeds, ×100, with the authors' single-seed numbers of notes §19) and writes results/svi/<sequence>.json
+(summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+
+import jax
+import numpy as np
+import pandas as pd
+
+from bcl.core import atomic_write_json, results_dir
+from bcl.data import load_sequence
+from bcl.models import make_model
+from bcl.sequence import final_average_accuracy, result_table, save_table, train_sequence
+from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
+
+AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
+    "cisplit2diris": {"P-G-VCL": 33.33, "L-G-VCL": 66.67, "P-GM-VCL": 33.33, "L-GM-VCL": 66.67,
+                      "P-G-SFSVI": 66.67, "L-G-SFSVI": 66.67, "P-GM-SFSVI": 100.0, "L-GM-SFSVI": 93.33},
+    "disinusoid": {"P-G-VCL": 69.90, "L-G-VCL": 92.40, "P-GM-VCL": 76.70, "L-GM-VCL": 67.70,
+                   "P-G-SFSVI": 96.70, "L-G-SFSVI": 98.60, "P-GM-SFSVI": 98.80, "L-GM-SFSVI": 98.60},
+}
+
+
+def run(name: str, seeds: list[int], methods: list[str], progress: bool) -> dict:
+    sequence = load_sequence(name)
+    cfg = SEQUENCE_SETTINGS[name]
+    model = make_model(cfg["model"], 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
+                       sequence.input_shape)
+    suite = svi_suite(model, sequence.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
+                      inducing_high=cfg["inducing_high"], names=methods)
+    summary, tables = {}, []
+    for method_name, (method, hyper) in suite.items():
+        start = time.perf_counter()
+        result = train_sequence(method, sequence, hyper, seeds, progress=progress)
+        test = final_average_accuracy(result.metrics["test/accuracy"])[0] * 100  # one configuration
+        summary[method_name] = {"mean": float(test.mean()), "std": float(test.std(ddof=1)) if len(seeds) > 1 else 0.0,
+                                "per_seed": test.tolist(), "settings": PRESETS[cfg["preset"]][method_name],
+                                "wall_s": time.perf_counter() - start, **result.timings}
+        tables.append(result_table(result, np.zeros(len(seeds), int)))
+        print(f"{name} {method_name}: {test.mean():.2f} ± {summary[method_name]['std']:.2f} "
+              f"({summary[method_name]['wall_s']:.1f} s, compile {result.timings['compile_s']:.1f} s)", flush=True)
+    folder = results_dir() / "svi"
+    save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
+    atomic_write_json(folder / f"{name}.json", {"sequence": name, "seeds": seeds, "settings": {
+        k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "device": jax.devices()[0].platform,
+        "methods": summary})
+    return summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sequences", nargs="*", default=["cisplit2diris", "disinusoid"])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args()
+    seeds = list(range(args.seeds))
+    rows = {name: run(name, seeds, args.methods, args.progress) for name in args.sequences}
+    print(f"\nFinal average test accuracy (%), mean ± std over {len(seeds)} seeds (authors: one seed, notes §19)\n")
+    print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
+    print("|---|" + "---|---|" * len(rows))
+    for method in args.methods:
+        cells = []
+        for name, summary in rows.items():
+            s = summary[method]
+            cells += [f"{s['mean']:.2f} ± {s['std']:.2f}", f"{AUTHORS.get(name, {}).get(method, float('nan')):.2f}"]
+        print(f"| {method} | " + " | ".join(cells) + " |")
+    for name, summary in rows.items():
+        print(f"{name} wall time per method (s): " + ", ".join(f"{m} {s['wall_s']:.1f}" for m, s in summary.items()))
+
+
+if __name__ == "__main__":
+    main()
