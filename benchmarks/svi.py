@@ -7,7 +7,8 @@
 2. `iris_total`: the total wall time of all eight methods on cisplit2diris with the paper's 2-D settings
    (one seed, 100 epochs, evaluation after every task), with compile time separate.
 
-Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--n 640] [--epochs 3]
+Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--n 640] [--epochs 3] [--repeats 3]
+       [--models linear fcnn256] [--methods P-G-VCL ...]
 """
 from __future__ import annotations
 
@@ -49,21 +50,22 @@ def task_run_time(method, sequence, learning_rate, repeats=3):
     return compile_s, best
 
 
-def step_ratios(model_name, input_shape, n, epochs, low, high):
+def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, methods=None):
     rng = np.random.default_rng(0)
     xs = rng.uniform(low, high, size=(n, *input_shape)).astype(np.float32)
     split = Split(xs, rng.integers(0, 10, n).astype(np.int32))
     sequence = TaskSequence("bench", (Task(split, split, split, tuple(range(10))),) * 2, 10, "softmax",
                             tuple(input_shape), (None, None))
     model = make_model(model_name, 10, input_shape)
-    suite = svi_suite(model, "softmax", "image", inducing_low=low, inducing_high=high, epochs=epochs)
+    suite = svi_suite(model, "softmax", "image", inducing_low=low, inducing_high=high, epochs=epochs,
+                      names=methods or METHOD_NAMES)
     baselines = {}
     for name, (method, hyper) in suite.items():
         batch = method.batch_size
         if batch not in baselines:
             baselines[batch] = task_run_time(finetuning(model, "softmax", batch_size=batch, epochs=epochs), sequence,
-                                             0.01)[1]
-        compile_s, run_s = task_run_time(method, sequence, hyper["learning_rate"])
+                                             0.01, repeats)[1]
+        compile_s, run_s = task_run_time(method, sequence, hyper["learning_rate"], repeats)
         steps = epochs * -(-n // batch)
         print(json.dumps({"benchmark": "step_ratio", "model": model_name, "method": name, "batch_size": batch,
                           "steps": steps, "s_per_step": round(run_s / steps, 7),
@@ -102,12 +104,17 @@ def main():
     parser.add_argument("--skip-iris", action="store_true")
     parser.add_argument("--n", type=int, default=640)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--models", nargs="*", default=["linear", "fcnn256"])
+    parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
     args = parser.parse_args()
     if not args.skip_iris:
         iris_total()
     if not args.skip_steps:
-        step_ratios("linear", (64,), args.n, args.epochs, -1.0, 6.0)
-        step_ratios("fcnn256", (28, 28, 1), args.n, args.epochs, 0.0, 1.0)
+        if "linear" in args.models:
+            step_ratios("linear", (64,), args.n, args.epochs, -1.0, 6.0, args.repeats, args.methods)
+        if "fcnn256" in args.models:
+            step_ratios("fcnn256", (28, 28, 1), args.n, args.epochs, 0.0, 1.0, args.repeats, args.methods)
 
 
 if __name__ == "__main__":
