@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from .core import Split, TaskSequence, check_positive, named_keys, tree_sum
 from .models import Model
@@ -22,13 +23,17 @@ __all__ = ['LAMBDAS', 'XIS', 'PAPER_SETTINGS', 'l2_penalty', 'quadratic_penalty'
            'joint', 'expected_fisher', 'QuadraticMemory', 'ewc', 'SIMemory', 'si', 'er', 'map_suite']
 
 # %% ../nbs/08_map.ipynb #7965ba2f
+def _flat(tree) -> jax.Array:
+    "All leaves of `tree` as one vector (one fused operation instead of one per leaf in the compiled program)."
+    return jnp.concatenate([jnp.ravel(leaf) for leaf in jax.tree.leaves(tree)])
+
 def l2_penalty(params, precision: float) -> jax.Array:
     "½·precision·‖θ‖²: the negative log density of the N(0, 1/precision) prior, up to a constant."
-    return 0.5 * precision * tree_sum(jax.tree.map(jnp.square, params))
+    return 0.5 * precision * jnp.sum(jnp.square(_flat(params)))
 
 def quadratic_penalty(params, minimum, hessian) -> jax.Array:
     "½ Σ_j H_j (θ_j − θ*_j)²."
-    return 0.5 * tree_sum(jax.tree.map(lambda p, m, h: h * jnp.square(p - m), params, minimum, hessian))
+    return 0.5 * jnp.sum(_flat(hessian) * jnp.square(_flat(params) - _flat(minimum)))
 
 @functools.lru_cache(maxsize=32)
 def map_predict(model: Model, likelihood: str):
@@ -69,10 +74,12 @@ def joint_data(sequence: TaskSequence, t: int) -> Split:
     splits = [task.train for task in sequence.tasks[:t]]
     return Split(np.concatenate([s.xs for s in splits]), np.concatenate([s.ys for s in splits]))
 
-def joint(model: Model, likelihood: str, *, batch_size: int, epochs: int, precision: float = 1.0) -> Method:
-    "Joint MAP: fine-tuning's loss on all data so far (warm start, one-cycle length over all of it)."
+def joint(model: Model, likelihood: str, *, batch_size: int, epochs: int, precision: float = 1.0,
+          pad_tasks: bool = True) -> Method:
+    """Joint MAP: fine-tuning's loss on all data so far (warm start, one-cycle length over all of it). With
+    `pad_tasks` (default) all tasks share one compiled program over data padded to the union of all tasks."""
     return finetuning(model, likelihood, batch_size=batch_size, epochs=epochs, precision=precision)._replace(
-        name="joint", task_data=joint_data)
+        name="joint", task_data=joint_data, pad_tasks=pad_tasks)
 
 # %% ../nbs/08_map.ipynb #9b5d3f3e
 def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher_batch: int = 64):
@@ -82,22 +89,20 @@ def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher
     pad = -n % chunk
     xs_padded = jnp.concatenate([xs, jnp.zeros((pad, *xs.shape[1:]), xs.dtype)])
     mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
+    flat_params, unravel = ravel_pytree(params)
 
-    def one(x):
-        log_p = lambda p: jax.nn.log_softmax(class_logits(model.apply(p, x[None]), likelihood)[0])
-        probs = jax.lax.stop_gradient(jnp.exp(log_p(params)))
-        jac = jax.jacrev(log_p)(params)  # leaves (C, *leaf.shape)
-        return jax.tree.map(lambda j: jnp.tensordot(probs, jnp.square(j), axes=1), jac)
+    def one(x):  # Σ_c p_c (∂ log p_c / ∂θ)², over the flat parameter vector
+        log_p = lambda flat: jax.nn.log_softmax(class_logits(model.apply(unravel(flat), x[None]), likelihood)[0])
+        probs = jax.lax.stop_gradient(jnp.exp(log_p(flat_params)))
+        return probs @ jnp.square(jax.jacrev(log_p)(flat_params))  # (C,) @ (C, P)
 
     def step(total, inputs):
         x_chunk, m_chunk = inputs
-        per_example = jax.vmap(one)(x_chunk)
-        return jax.tree.map(lambda t, f: t + jnp.tensordot(m_chunk, f, axes=1), total, per_example), None
+        return total + m_chunk @ jax.vmap(one)(x_chunk), None
 
-    zeros = jax.tree.map(jnp.zeros_like, params)
     inputs = (xs_padded.reshape(-1, chunk, *xs.shape[1:]), mask.reshape(-1, chunk))
-    total, _ = jax.lax.scan(step, zeros, inputs)
-    return jax.tree.map(lambda t: t / n, total)
+    total, _ = jax.lax.scan(step, jnp.zeros_like(flat_params), inputs)
+    return unravel(total / n)
 
 class QuadraticMemory(NamedTuple):
     "Anchor θ* and diagonal Hessian H of a quadratic consolidation penalty."

@@ -198,22 +198,26 @@ METRICS = ("accuracy", "nll", "ece")
 
 def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict) -> dict[str, np.ndarray]:
     "Metrics (G, S, T) of `state` on every task of both evaluation splits."
-    def make():
-        def predict(key, params, xs):
-            return method.predict(key, params, xs)
-        return jax.vmap(jax.vmap(predict, in_axes=(0, 0, None)), in_axes=(None, 0, None))
+    def make():  # seeds as a vmap axis; grid configurations one call each, so one program serves every grid size
+        return jax.vmap(method.predict, in_axes=(0, 0, None))
 
     per_split = {name: [getattr(task, name) for task in sequence.tasks] for name in SPLITS}
     xs = np.concatenate([np.asarray(s.xs, np.float32) for name in SPLITS for s in per_split[name]])
     size = min(chunk, len(xs))
     padded = np.concatenate([xs, np.zeros((-len(xs) % size, *xs.shape[1:]), np.float32)])
+    host_params = jax.tree.map(np.asarray, state.params)
+    G = jax.tree.leaves(host_params)[0].shape[0]
     probs = []
-    for start in range(0, len(padded), size):
-        p, c, r = PROGRAMS(("predict", method.predict), make, predict_keys, state.params, padded[start:start + size])
-        timings["compile_s"] += c
-        timings["run_s"] += r
-        probs.append(np.asarray(p))
-    probs = np.concatenate(probs, axis=2)[:, :, :len(xs)]
+    for g in range(G):
+        params = jax.tree.map(lambda leaf: leaf[g], host_params)
+        blocks = []
+        for start in range(0, len(padded), size):
+            p, c, r = PROGRAMS(("predict", method.predict), make, predict_keys, params, padded[start:start + size])
+            timings["compile_s"] += c
+            timings["run_s"] += r
+            blocks.append(np.asarray(p))
+        probs.append(np.concatenate(blocks, axis=1)[:, :len(xs)])
+    probs = np.stack(probs)
     G, S = probs.shape[:2]
     out, offset = {}, 0
     for split_name in SPLITS:
@@ -228,6 +232,26 @@ def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict) 
                     for k in range(S):
                         out[f"{split_name}/{metric}"][g, k, j] = fn(block[g, k], ys)
     return out
+
+class _EpochProgress:
+    "Host side of the per-epoch progress bar: compiled task programs call `advance(epoch)` after every epoch."
+    bar = None
+
+    @classmethod
+    def advance(cls, epoch) -> None:
+        bar = cls.bar
+        if bar is not None:
+            bar.update(max(0, int(epoch) + 1 - bar.n))
+
+def _host_broadcast(leaf, G: int):
+    "`leaf` with a leading grid axis of size G, broadcast on the host (no device program per leaf shape)."
+    if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        return jnp.broadcast_to(leaf, (G, *leaf.shape))
+    return np.broadcast_to(np.asarray(leaf), (G, *np.shape(leaf)))
+
+def _all_finite(tree) -> bool:
+    return all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(tree)
+               if jnp.issubdtype(leaf.dtype, jnp.floating))
 
 def _first_nonfinite(losses: np.ndarray, method: Method, t: int, configs, seeds) -> str:
     g, s, e = np.argwhere(~np.isfinite(losses))[0]
@@ -251,7 +275,7 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
     predict_keys = jax.vmap(lambda k: named_keys(k, "predict")["predict"])(seed_keys)
     init_keys = jax.vmap(lambda k: named_keys(k, "init")["init"])(seed_keys)
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
-    state = jax.tree.map(lambda x: jnp.broadcast_to(x, (G, *x.shape)), state)
+    state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.epochs), np.nan)
     fingerprint = _fingerprint(method, sequence, hyper, seeds)
@@ -266,24 +290,40 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
         return SequenceResult(method.name, sequence.name, seeds, hyper, state, metrics, record["losses"],
                               tasks_done, dict(timings, wall_s=time.perf_counter() - wall_start))
 
+    rows_per_task = None
+    if method.pad_tasks:
+        rows_per_task = max(len(task_split(method, sequence, t).ys) for t in range(1, T + 1))
     bar = tqdm(range(done + 1, T + 1), desc=f"{method.name} on {sequence.name}", disable=not progress,
                initial=done, total=T, unit="task")
     for t in bar:
         split = task_split(method, sequence, t)
-        xs, ys = jnp.asarray(split.xs, jnp.float32), jnp.asarray(split.ys, jnp.int32)
+        xs, ys = np.asarray(split.xs, np.float32), np.asarray(split.ys, np.int32)
+        n = len(ys)
         task_keys = jax.vmap(lambda k: named_keys(jax.random.fold_in(k, t), "train", "end_task"))(seed_keys)
-        index = jnp.int32(t)
-        n = len(split.ys)
         keys = jnp.stack([task_keys["train"], task_keys["end_task"]], axis=1)  # (S, 2)
+        args = (keys, state, jhyper, xs, ys, jnp.int32(t))
+        if rows_per_task is not None:
+            pad = rows_per_task - n
+            args = (keys, state, jhyper, np.concatenate([xs, np.zeros((pad, *xs.shape[1:]), xs.dtype)]),
+                    np.concatenate([ys, np.zeros(pad, ys.dtype)]), jnp.int32(t), jnp.int32(n))
 
-        def make(n=n):
-            train = make_task_program(method, n)
-            def train_then_end(key, state, hyper, xs, ys, index):
-                state, losses, aux = train(key[0], state, hyper, xs, ys, index)
-                task = TaskInfo(index, n, n_batches(n, method.batch_size))
+        def make(n_rows=len(args[4]), padded=rows_per_task is not None):
+            train = make_task_program(method, n_rows, padded=padded, on_epoch=_EpochProgress.advance)
+            def train_then_end(key, state, hyper, xs, ys, index, *n_real):
+                state, losses, aux = train(key[0], state, hyper, xs, ys, index, *n_real)
+                n = n_real[0] if padded else n_rows
+                task = TaskInfo(index, n, (n + method.batch_size - 1) // method.batch_size)
                 return method.end_task(key[1], state, Split(xs, ys), hyper, task), losses, aux
             return vmap_program(train_then_end)
-        (state_after, losses, _), c, r = PROGRAMS(("task", method, n), make, keys, state, jhyper, xs, ys, index)
+        epoch_bar = tqdm(total=method.epochs, desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
+        _EpochProgress.bar = None if epoch_bar.disable else epoch_bar
+        try:
+            (state_after, losses, _), c, r = PROGRAMS(("task", method, len(args[4]), rows_per_task is not None),
+                                                      make, *args)
+            jax.effects_barrier()
+        finally:
+            _EpochProgress.bar = None
+            epoch_bar.close()
         timings["compile_s"] += c
         timings["run_s"] += r
         losses = np.asarray(losses)
@@ -291,8 +331,7 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
             bar.close()
             raise FloatingPointError(_first_nonfinite(losses, method, t, configs, seeds))
         state = state_after
-        if check_finite and not all(bool(jnp.isfinite(leaf).all()) for leaf in jax.tree.leaves(state)
-                                    if jnp.issubdtype(leaf.dtype, jnp.floating)):
+        if check_finite and not _all_finite(state):
             bar.close()
             raise FloatingPointError(f"Method {method.name!r}: the state became non-finite in end_task of task {t}; "
                                      "the checkpoint of the last finished task was kept.")

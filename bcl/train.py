@@ -12,14 +12,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.flatten_util import ravel_pytree
 
 from .core import Split, TaskSequence, check_positive, named_keys, tree_sum
 from .models import Model
 
 # %% auto #0
-__all__ = ['LIKELIHOODS', 'class_logits', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_adam', 'Batch',
-           'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split', 'Coreset', 'coreset_init', 'coreset_add',
-           'coreset_draw', 'make_task_program', 'vmap_program']
+__all__ = ['LIKELIHOODS', 'class_logits', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule', 'onecycle_adam',
+           'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split', 'Coreset', 'coreset_init',
+           'coreset_add', 'coreset_draw', 'make_task_program', 'vmap_program']
 
 # %% ../nbs/07_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -53,9 +54,32 @@ def n_batches(n: int, batch_size: int) -> int:
     "Batches per epoch when the last partial batch is kept: ceil(n / batch_size)."
     return -(-int(n) // int(batch_size))
 
-def onecycle_adam(learning_rate, n_steps: int) -> optax.GradientTransformation:
-    "Adam with `optax.cosine_onecycle_schedule(n_steps, learning_rate)` (the peak may be a traced array)."
-    return optax.adam(optax.cosine_onecycle_schedule(transition_steps=n_steps, peak_value=learning_rate))
+def onecycle_schedule(peak_value, n_steps, pct_start: float = 0.3, div_factor: float = 25.0,
+                      final_div_factor: float = 1e4) -> Callable:
+    "optax's cosine one-cycle schedule for `n_steps` steps, where `n_steps` (and `peak_value`) may be traced."
+    if isinstance(n_steps, int):
+        check_positive("n_steps", n_steps, integer=True)
+        warmup = int(pct_start * n_steps)
+    else:
+        warmup = jnp.floor(pct_start * jnp.asarray(n_steps, jnp.float32)).astype(jnp.int32)
+    bounds = jnp.stack([jnp.int32(0), jnp.asarray(warmup, jnp.int32), jnp.asarray(n_steps, jnp.int32)])
+    values = jnp.cumprod(jnp.stack([jnp.asarray(peak_value, jnp.float32) / div_factor, jnp.float32(div_factor),
+                                    jnp.float32(1.0 / (div_factor * final_div_factor))]))
+
+    def schedule(count):
+        sizes = jnp.maximum(bounds[1:] - bounds[:-1], 1)
+        inside = jnp.logical_and(bounds[:-1] <= count, count < bounds[1:])
+        fraction = (count - bounds[:-1]) / sizes
+        cosine = values[1:] + (values[:-1] - values[1:]) / 2.0 * (jnp.cos(jnp.pi * fraction) + 1)
+        return inside.dot(cosine) + (bounds[-1] <= count) * values[-1]
+
+    return schedule
+
+def onecycle_adam(learning_rate, n_steps) -> optax.GradientTransformation:
+    "Adam with the one-cycle schedule: `optax.cosine_onecycle_schedule` for an int `n_steps`, `onecycle_schedule` for a traced one."
+    if isinstance(n_steps, int):
+        return optax.adam(optax.cosine_onecycle_schedule(transition_steps=n_steps, peak_value=learning_rate))
+    return optax.adam(onecycle_schedule(learning_rate, n_steps))
 
 # %% ../nbs/07_train.ipynb #1e8ef899
 class Batch(NamedTuple):
@@ -64,13 +88,22 @@ class Batch(NamedTuple):
     ys: jax.Array
     mask: jax.Array
 
-def epoch_batches(key: jax.Array, n: int, batch_size: int) -> tuple[jax.Array, jax.Array]:
-    "Row indices (nb, B) of one epoch's shuffled batches and their mask; padding rows point at row 0 with mask 0."
-    nb = n_batches(n, batch_size)
-    pad = nb * batch_size - n
-    order = jnp.concatenate([jax.random.permutation(key, n), jnp.zeros(pad, jnp.int32)])
-    mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
-    return order.reshape(nb, batch_size), mask.reshape(nb, batch_size)
+def epoch_batches(key: jax.Array, n, batch_size: int, n_rows: int | None = None) -> tuple[jax.Array, jax.Array]:
+    """Row indices (nb, B) of one epoch's shuffled batches and their mask; padding rows point at row 0 with mask 0.
+    With `n_rows`, the data have `n_rows` rows of which the first `n` (traced) are real: the result has
+    ceil(n_rows/B) batches, the real rows are shuffled into the first ceil(n/B) of them and the rest are padding."""
+    if n_rows is None:
+        nb = n_batches(n, batch_size)
+        pad = nb * batch_size - n
+        order = jnp.concatenate([jax.random.permutation(key, n), jnp.zeros(pad, jnp.int32)])
+        mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
+        return order.reshape(nb, batch_size), mask.reshape(nb, batch_size)
+    nb = n_batches(n_rows, batch_size)
+    permuted = jax.random.permutation(key, n_rows)
+    real_first = permuted[jnp.argsort(permuted >= n, stable=True)]  # a uniform permutation of 0..n-1, then padding
+    valid = jnp.arange(nb * batch_size) < n
+    order = jnp.where(valid, jnp.concatenate([real_first, jnp.zeros(nb * batch_size - n_rows, jnp.int32)]), 0)
+    return order.reshape(nb, batch_size), valid.astype(jnp.float32).reshape(nb, batch_size)
 
 # %% ../nbs/07_train.ipynb #2c12d70d
 class MethodState(NamedTuple):
@@ -97,6 +130,7 @@ class Method(NamedTuple):
     epochs: int
     on_step: Callable | None = None  # (memory, grads, old_params, new_params, hyper, task) -> memory
     task_data: Callable | None = None  # (sequence, t) -> Split
+    pad_tasks: bool = False  # one compiled program for tasks of different sizes (see make_task_program)
 
 def task_split(method: Method, sequence: TaskSequence, t: int) -> Split:
     "The training data of task `t` (1-based) for `method`."
@@ -140,37 +174,59 @@ def coreset_draw(key: jax.Array, coreset: Coreset, n: int) -> Batch:
     return Batch(coreset.xs[task, rows], coreset.ys[task, rows], mask)
 
 # %% ../nbs/07_train.ipynb #c5c3bef2
-def make_task_program(method: Method, n_train: int) -> Callable:
-    "The whole training of one task of `n_train` points: `run(key, state, hyper, xs, ys, index) -> (state, losses, aux)`."
+def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
+                      on_epoch: Callable | None = None) -> Callable:
+    """The whole training of one task on `n_rows` training rows: `run(key, state, hyper, xs, ys, index)` ->
+    `(state, losses, aux)`; with `padded=True`, `run(..., index, n_train)` trains on the first `n_train` rows."""
     batch_size, epochs = method.batch_size, method.epochs
-    nb = n_batches(n_train, batch_size)
+    slots = n_batches(n_rows, batch_size)
 
-    def run(key, state, hyper, xs, ys, index):
-        task = TaskInfo(index, n_train, nb)
+    def run(key, state, hyper, xs, ys, index, n_train=None):
+        if padded:
+            n = jnp.asarray(n_train, jnp.int32)
+            nb = (n + batch_size - 1) // batch_size
+        else:
+            n, nb = n_rows, slots
+        task = TaskInfo(index, n, nb)
         optimiser = onecycle_adam(hyper["learning_rate"], epochs * nb)
-        grad_fn = jax.value_and_grad(method.loss, has_aux=True)
+        flat_params, unravel = ravel_pytree(state.params)
+
+        def flat_loss(flat, memory, key, batch):
+            return method.loss(unravel(flat), memory, key, batch, hyper, task)
+
+        grad_fn = jax.value_and_grad(flat_loss, has_aux=True)
 
         def batch_step(carry, inputs):
             params, memory, opt_state = carry
-            rows, mask, step_key = inputs
-            batch = Batch(xs[rows], ys[rows], mask)
-            (loss, aux), grads = grad_fn(params, memory, step_key, batch, hyper, task)
-            updates, opt_state = optimiser.update(grads, opt_state, params)
+            rows, mask, step_key, real = inputs
+            (loss, aux), grads = grad_fn(params, memory, step_key, Batch(xs[rows], ys[rows], mask))
+            updates, new_opt_state = optimiser.update(grads, opt_state, params)
             new_params = optax.apply_updates(params, updates)
             if method.on_step is not None:
-                memory = method.on_step(memory, grads, params, new_params, hyper, task)
-            return (new_params, memory, opt_state), (loss, aux)
+                memory_after = method.on_step(memory, unravel(grads), unravel(params), unravel(new_params), hyper, task)
+            else:
+                memory_after = memory
+            new = (new_params, memory_after, new_opt_state)
+            if padded:
+                new = jax.tree.map(lambda a, b: jnp.where(real, a, b), new, carry)
+            return new, (loss, aux)
 
         def epoch_step(carry, epoch):
             keys = named_keys(jax.random.fold_in(key, epoch), "shuffle", "steps")
-            rows, mask = epoch_batches(keys["shuffle"], n_train, batch_size)
-            step_keys = jax.random.split(keys["steps"], nb)
-            carry, (losses, aux) = jax.lax.scan(batch_step, carry, (rows, mask, step_keys))
+            rows, mask = epoch_batches(keys["shuffle"], n, batch_size, n_rows if padded else None)
+            real = jnp.arange(slots) < nb
+            step_keys = jax.random.split(keys["steps"], slots)
+            carry, (losses, aux) = jax.lax.scan(batch_step, carry, (rows, mask, step_keys, real))
+            if on_epoch is not None:
+                jax.debug.callback(on_epoch, epoch)
+            if padded:
+                weights = real / nb
+                return carry, (weights @ losses, jax.tree.map(lambda a: weights @ a, aux))
             return carry, (losses.mean(), jax.tree.map(jnp.mean, aux))
 
-        carry = (state.params, state.memory, optimiser.init(state.params))
+        carry = (flat_params, state.memory, optimiser.init(flat_params))
         (params, memory, _), (losses, aux) = jax.lax.scan(epoch_step, carry, jnp.arange(epochs))
-        return MethodState(params, memory), losses, aux
+        return MethodState(unravel(params), memory), losses, aux
 
     return run
 

@@ -23,13 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 import numpy as np
 
 from bcl.core import atomic_write_json, results_dir
-from bcl.data import load_sequence
-from bcl.features import feature_sequence, pretraining_settings
+from bcl.features import pretraining_settings
 from bcl.map import PAPER_SETTINGS, map_suite
 from bcl.models import make_model
 from bcl.sequence import (final_average_accuracy, hyper_configs, result_table, save_table, select_by_validation,
                           train_sequence)
 import pandas as pd
+
+from common import experiment_sequence, pretraining_record, print_accuracy_table, seed_summary
 
 AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
     "cisplit2diris": {"joint": 93.33, "finetuning": 33.33, "ewc": 33.33, "si": 63.33, "er": 93.33},
@@ -39,12 +40,8 @@ AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
 FE_SETTINGS = dict(model="linear", learning_rate=0.01, batch_size=64, er_batch=32, coreset_size=256, epochs=20)
 
 def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretraining=None) -> dict:
-    if name.endswith("_fe"):
-        sequence = feature_sequence(name[:-3], pretraining, progress=progress)
-        settings = dict(FE_SETTINGS)
-    else:
-        sequence = load_sequence(name)
-        settings = dict(PAPER_SETTINGS[name])
+    sequence = experiment_sequence(name, pretraining, progress)
+    settings = dict(FE_SETTINGS if name.endswith("_fe") else PAPER_SETTINGS[name])
     model = make_model(settings.pop("model"), 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
                        sequence.input_shape)
     suite = map_suite(model, sequence.likelihood, importance_sign=importance_sign, **settings)
@@ -55,19 +52,13 @@ def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretr
         chosen = select_by_validation(result)
         test = final_average_accuracy(result.metrics["test/accuracy"])[chosen, np.arange(len(seeds))] * 100
         configs = hyper_configs(hyper)
-        summary[method_name] = {"mean": float(test.mean()), "std": float(test.std(ddof=1)) if len(seeds) > 1 else 0.0,
-                                "per_seed": test.tolist(), "selected": [configs[g] for g in chosen],
+        summary[method_name] = {**seed_summary(test), "selected": [configs[g] for g in chosen],
                                 "wall_s": time.perf_counter() - start, **result.timings}
         tables.append(result_table(result, chosen))
     folder = results_dir() / "map"
     save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
     record = {"sequence": name, "seeds": seeds, "settings": FE_SETTINGS if name.endswith("_fe") else PAPER_SETTINGS[name],
-              "importance_sign": importance_sign, "methods": summary}
-    if name.endswith("_fe"):
-        from bcl.data import read_manifest
-        from bcl.features import features_dir
-        extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
-        record["pretraining"] = {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}
+              "importance_sign": importance_sign, "methods": summary, **pretraining_record(name, pretraining)}
     atomic_write_json(folder / f"{name}.json", record)
     return summary
 
@@ -86,19 +77,10 @@ def main():
     rows = {}
     for name in args.sequences:
         rows[name] = run(name, seeds, args.importance_sign, args.progress, pretraining)
-    print(f"\nFinal average test accuracy (%), mean ± std over {len(seeds)} seeds (authors: one seed, notes §19)\n")
-    print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
-    print("|---|" + "---|---|" * len(rows))
-    for method in ("joint", "finetuning", "ewc", "si", "er"):
-        cells = []
-        for name, summary in rows.items():
-            s = summary[method]
-            cells += [f"{s['mean']:.2f} ± {s['std']:.2f}", f"{AUTHORS.get(name, {}).get(method, float('nan')):.2f}"]
-        print(f"| {method} | " + " | ".join(cells) + " |")
+    print_accuracy_table(rows, ("joint", "finetuning", "ewc", "si", "er"), AUTHORS, len(seeds))
     for name, summary in rows.items():
         for method in ("ewc", "si"):
             print(f"{name} {method} selected per seed: {summary[method]['selected']}")
-        print(f"{name} wall time per method (s): " + ", ".join(f"{m} {s['wall_s']:.1f}" for m, s in summary.items()))
 
 if __name__ == "__main__":
     main()

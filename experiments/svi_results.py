@@ -1,6 +1,11 @@
 """Final average test accuracy of the eight variational methods with the paper's hyperparameters.
 
 Usage: python experiments/svi_results.py [SEQUENCE ...] [--seeds N] [--methods NAME ...] [--progress]
+                                        [--pretraining TASK] [--pretrain-epochs E]
+
+A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
+pre-trained extractor (default pre-training task `fashionmnist`, cached under data/features), learned with a linear
+head, the image preset and uniform inducing inputs in [-1, 6] per feature (notes §17b).
 
 Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.svi.SEQUENCE_SETTINGS`
 (preset, model, inducing-point bounds) and `bcl.svi.PRESETS` (notes §17a/§17b). Prints a markdown table (mean ± std
@@ -21,10 +26,14 @@ import numpy as np
 import pandas as pd
 
 from bcl.core import atomic_write_json, results_dir
-from bcl.data import load_sequence
+from bcl.features import pretraining_settings
 from bcl.models import make_model
 from bcl.sequence import final_average_accuracy, result_table, save_table, train_sequence
 from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
+
+from common import experiment_sequence, pretraining_record, print_accuracy_table, seed_summary
+
+FE_SETTINGS = dict(preset="image", model="linear", inducing_low=-1.0, inducing_high=6.0)  # notes §17b
 
 AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
     "cisplit2diris": {"P-G-VCL": 33.33, "L-G-VCL": 66.67, "P-GM-VCL": 33.33, "L-GM-VCL": 66.67,
@@ -34,9 +43,9 @@ AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
 }
 
 
-def run(name: str, seeds: list[int], methods: list[str], progress: bool) -> dict:
-    sequence = load_sequence(name)
-    cfg = SEQUENCE_SETTINGS[name]
+def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None) -> dict:
+    sequence = experiment_sequence(name, pretraining, progress)
+    cfg = FE_SETTINGS if name.endswith("_fe") else SEQUENCE_SETTINGS[name]
     model = make_model(cfg["model"], 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
                        sequence.input_shape)
     suite = svi_suite(model, sequence.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
@@ -46,8 +55,7 @@ def run(name: str, seeds: list[int], methods: list[str], progress: bool) -> dict
         start = time.perf_counter()
         result = train_sequence(method, sequence, hyper, seeds, progress=progress)
         test = final_average_accuracy(result.metrics["test/accuracy"])[0] * 100  # one configuration
-        summary[method_name] = {"mean": float(test.mean()), "std": float(test.std(ddof=1)) if len(seeds) > 1 else 0.0,
-                                "per_seed": test.tolist(), "settings": PRESETS[cfg["preset"]][method_name],
+        summary[method_name] = {**seed_summary(test), "settings": PRESETS[cfg["preset"]][method_name],
                                 "wall_s": time.perf_counter() - start, **result.timings}
         tables.append(result_table(result, np.zeros(len(seeds), int)))
         print(f"{name} {method_name}: {test.mean():.2f} ± {summary[method_name]['std']:.2f} "
@@ -56,7 +64,7 @@ def run(name: str, seeds: list[int], methods: list[str], progress: bool) -> dict
     save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
     atomic_write_json(folder / f"{name}.json", {"sequence": name, "seeds": seeds, "settings": {
         k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "device": jax.devices()[0].platform,
-        "methods": summary})
+        "methods": summary, **pretraining_record(name, pretraining)})
     return summary
 
 
@@ -66,20 +74,14 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--pretraining", default="fashionmnist", help="pre-training task of the _fe sequences")
+    parser.add_argument("--pretrain-epochs", type=int, default=None, help="override the preset's 20 epochs")
     args = parser.parse_args()
+    changes = {} if args.pretrain_epochs is None else {"epochs": args.pretrain_epochs}
+    pretraining = pretraining_settings(args.pretraining, **changes)
     seeds = list(range(args.seeds))
-    rows = {name: run(name, seeds, args.methods, args.progress) for name in args.sequences}
-    print(f"\nFinal average test accuracy (%), mean ± std over {len(seeds)} seeds (authors: one seed, notes §19)\n")
-    print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
-    print("|---|" + "---|---|" * len(rows))
-    for method in args.methods:
-        cells = []
-        for name, summary in rows.items():
-            s = summary[method]
-            cells += [f"{s['mean']:.2f} ± {s['std']:.2f}", f"{AUTHORS.get(name, {}).get(method, float('nan')):.2f}"]
-        print(f"| {method} | " + " | ".join(cells) + " |")
-    for name, summary in rows.items():
-        print(f"{name} wall time per method (s): " + ", ".join(f"{m} {s['wall_s']:.1f}" for m, s in summary.items()))
+    rows = {name: run(name, seeds, args.methods, args.progress, pretraining) for name in args.sequences}
+    print_accuracy_table(rows, args.methods, AUTHORS, len(seeds))
 
 
 if __name__ == "__main__":

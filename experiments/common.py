@@ -1,0 +1,49 @@
+"""Shared by the result scripts: loading a sequence by name (a `_fe` suffix means frozen pre-trained features),
+summarising per-seed accuracies, and printing the accuracy table."""
+from __future__ import annotations
+
+import numpy as np
+
+from bcl.data import load_sequence
+from bcl.features import feature_sequence
+
+
+def experiment_sequence(name: str, pretraining=None, progress: bool = False):
+    "The sequence `name`; `NAME_fe` is NAME with its inputs replaced by the features of the `pretraining` extractor."
+    if name.endswith("_fe"):
+        if pretraining is None:
+            raise ValueError(f"{name!r} needs a pre-training task (bcl.features.pretraining_settings(...)).")
+        return feature_sequence(name[:-3], pretraining, progress=progress)
+    return load_sequence(name)
+
+
+def pretraining_record(name: str, pretraining) -> dict:
+    "For a `_fe` sequence, the pre-training settings and the extractor's summary from its manifest; else {}."
+    if not name.endswith("_fe"):
+        return {}
+    from bcl.data import read_manifest
+    from bcl.features import features_dir
+    extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
+    return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}}
+
+
+def seed_summary(test_accuracy: np.ndarray) -> dict:
+    "Mean, sample standard deviation and per-seed values of final average accuracies (already ×100)."
+    test_accuracy = np.asarray(test_accuracy, float)
+    std = float(test_accuracy.std(ddof=1)) if len(test_accuracy) > 1 else 0.0
+    return {"mean": float(test_accuracy.mean()), "std": std, "per_seed": test_accuracy.tolist()}
+
+
+def print_accuracy_table(rows: dict, methods, authors: dict, n_seeds: int) -> None:
+    "Markdown table: one row per method, for every sequence our mean ± std and the authors' single-seed number."
+    print(f"\nFinal average test accuracy (%), mean ± std over {n_seeds} seeds (authors: one seed, notes §19)\n")
+    print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
+    print("|---|" + "---|---|" * len(rows))
+    for method in methods:
+        cells = []
+        for name, summary in rows.items():
+            s = summary[method]
+            cells += [f"{s['mean']:.2f} ± {s['std']:.2f}", f"{authors.get(name, {}).get(method, float('nan')):.2f}"]
+        print(f"| {method} | " + " | ".join(cells) + " |")
+    for name, summary in rows.items():
+        print(f"{name} wall time per method (s): " + ", ".join(f"{m} {s['wall_s']:.1f}" for m, s in summary.items()))
