@@ -218,7 +218,8 @@ def safe_run(fn: Callable, *args, **kwargs) -> tuple[Any, dict | None]:
 
 # %% ../nbs/12_experiment.ipynb #3d8f52af
 PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, "epochs": (int, type(None)),
-                   "preset": str, "hmc_chains": int, "hmc_warmup": int, "hmc_samples": int, "grid_resolution": int,
+                   "preset": str, "hmc_chains": int, "hmc_warmup": int, "hmc_samples": int, "hmc_max_doublings": int,
+                   "grid_resolution": int,
                    "kl_floor": float, "results_folder": (str, type(None)), "figures_folder": (str, type(None)),
                    "tables_folder": (str, type(None)), "fast_compile": bool, "progress": bool}
 
@@ -257,7 +258,7 @@ def validate_parameters(params: dict) -> dict:
         raise ValueError(f"seeds must be a non-empty list of non-negative integers, got {seeds!r}.")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds repeat in {seeds!r}; list each seed once.")
-    for name in ("hmc_chains", "hmc_samples", "grid_resolution"):
+    for name in ("hmc_chains", "hmc_samples", "hmc_max_doublings", "grid_resolution"):
         if params[name] < (2 if name == "grid_resolution" else 1):
             raise ValueError(f"Parameter {name!r} must be at least {2 if name == 'grid_resolution' else 1}, "
                              f"got {params[name]!r}.")
@@ -472,7 +473,8 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
     text = (f"# Visualisation experiment on {name} (run `{numbers['run']}`)\n\n"
             f"Seeds {numbers['parameters']['seeds']}; epochs {numbers['parameters']['epochs'] or 'as in the paper'}; "
             f"HMC {numbers['parameters']['hmc_chains']} chains, {numbers['parameters']['hmc_warmup']} warm-up and "
-            f"{numbers['parameters']['hmc_samples']} NUTS steps; grid {numbers['grid_resolution']}² over "
+            f"{numbers['parameters']['hmc_samples']} NUTS steps (trajectories of at most "
+            f"2^{numbers['parameters'].get('hmc_max_doublings', 10)} leapfrog steps); grid {numbers['grid_resolution']}² over "
             f"{numbers['window']}. Distances are means over the grid, HMC-NUTS being the reference "
             f"(KL floor {numbers['parameters']['kl_floor']:g}). Authors: one seed (notes §19).\n\n"
             "## Final average test accuracy and distance to HMC-NUTS\n\n" + markdown_table(tables["summary"]) +
