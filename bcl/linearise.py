@@ -5,6 +5,7 @@
 # %% ../nbs/04_linearise.ipynb #85054ca2
 from __future__ import annotations
 
+import math
 from functools import partial, reduce
 from typing import Callable, Sequence
 
@@ -15,10 +16,13 @@ from jax.flatten_util import ravel_pytree
 from .core import check_positive, check_same_structure
 from .gaussian import Gaussian, gaussian_variance
 from .mixture import Mixture, mixture_component
+from .models import Model
 
 # %% auto #0
 __all__ = ['output_mean_and_variance_reference', 'output_mean_and_variance', 'dense_head_output_variance',
-           'gaussian_output_mean_and_variance', 'mixture_output_mean_and_variance', 'linearised_outputs']
+           'gaussian_output_mean_and_variance', 'mixture_output_mean_and_variance', 'linearised_outputs',
+           'dense_output_mean_and_variance', 'is_dense_model', 'dense_layers', 'fast_output_mean_and_variance',
+           'fast_gaussian_output_mean_and_variance', 'fast_mixture_output_mean_and_variance']
 
 # %% ../nbs/04_linearise.ipynb #964f2426
 def _check_linearise_inputs(apply_fn: Callable, mean, variance, xs,
@@ -115,3 +119,105 @@ def linearised_outputs(apply_fn: Callable, mean, theta, xs) -> jax.Array:
     check_same_structure(mean, theta, ("mean", "theta"))
     out, tangent = jax.jvp(lambda params: apply_fn(params, xs), (mean,), (jax.tree.map(jnp.subtract, theta, mean),))
     return out + tangent
+
+# %% ../nbs/04_linearise.ipynb #65325a8c
+def _check_dense_layers(layer_means, layer_variances, n_inputs: int) -> None:
+    "Raise `ValueError` unless the layers chain: kernel l is (width_{l-1}, width_l), bias l is (width_l,), width_0 = `n_inputs`."
+    check_same_structure(layer_means, layer_variances, ("layer_means", "layer_variances"))
+    if len(layer_means) < 1:
+        raise ValueError("A dense network needs at least one (kernel, bias) layer, got none.")
+    width = n_inputs
+    for l, layer in enumerate(layer_means):
+        if len(layer) != 2:
+            raise ValueError(f"Layer {l} must be a (kernel, bias) pair, got {len(layer)} arrays.")
+        kernel_shape, bias_shape = tuple(jnp.shape(layer[0])), tuple(jnp.shape(layer[1]))
+        if len(kernel_shape) != 2 or kernel_shape[0] != width:
+            source = "the flattened inputs" if l == 0 else f"the {width} outputs of layer {l - 1}"
+            raise ValueError(f"Layer {l}'s kernel must have shape ({width}, width) to take {source}, got {kernel_shape}.")
+        if bias_shape != kernel_shape[1:]:
+            raise ValueError(f"Layer {l}'s bias must have shape ({kernel_shape[1]},) to match its kernel "
+                             f"{kernel_shape}, got {bias_shape}.")
+        width = kernel_shape[1]
+
+def _dense_forward(layer_means, xs, activation: Callable):
+    "The input h^{l-1} (n, width_{l-1}) of every layer, the slopes φ'(z^l) of every hidden layer, and the outputs z^L (n, d)."
+    h = xs.reshape((xs.shape[0], -1))
+    layer_inputs, slopes = [], []
+    for kernel, bias in layer_means[:-1]:
+        layer_inputs.append(h)
+        z = h @ kernel + bias
+        h, slope = jax.jvp(activation, (z,), (jnp.ones_like(z),))  # φ(z) and, φ being elementwise, φ'(z)
+        slopes.append(slope)
+    layer_inputs.append(h)
+    kernel, bias = layer_means[-1]
+    return layer_inputs, slopes, h @ kernel + bias
+
+def dense_output_mean_and_variance(layer_means: Sequence, layer_variances: Sequence, xs,
+                                   activation: Callable = jax.nn.swish) -> tuple[jax.Array, jax.Array]:
+    "Output means and diagonal variances (n, d) of the dense network flatten–[Dense–`activation`]*–Dense linearised at its `(kernel, bias)` means, layer by layer."
+    xs = jnp.asarray(xs)
+    if xs.ndim < 2 or xs.shape[0] < 1:
+        raise ValueError(f"xs must have shape (n, *input_shape) with n >= 1 examples, got {tuple(xs.shape)}.")
+    _check_dense_layers(layer_means, layer_variances, math.prod(xs.shape[1:]))
+    layer_inputs, slopes, outputs = _dense_forward(layer_means, xs, activation)
+    n, d = outputs.shape
+    delta = jnp.broadcast_to(jnp.eye(d, dtype=outputs.dtype), (n, d, d))  # δ^L = ∂f/∂z^L = I
+    variance = jnp.zeros_like(outputs)
+    for l in reversed(range(len(layer_means))):  # 0-based: layer l has kernel layer_means[l][0]
+        kernel_variance, bias_variance = layer_variances[l]
+        per_unit = jnp.square(layer_inputs[l]) @ kernel_variance + bias_variance  # u_b = Σ_a h_a² σ²_{W,ab} + σ²_{b,b}
+        variance = variance + jnp.einsum("icb,ib->ic", jnp.square(delta), per_unit)
+        if l > 0:  # the sensitivity of the layer below: (δ Wᵀ) ⊙ φ'(z)
+            delta = (delta @ layer_means[l][0].T) * slopes[l - 1][:, None, :]
+    return outputs, variance
+
+# %% ../nbs/04_linearise.ipynb #882359f1
+def is_dense_model(model: Model) -> bool:
+    "Whether `model` is flatten, Dense–swish layers and a Dense head: the `fcnn*` models and `linear` of `bcl.models`."
+    return model.name == "linear" or model.name.startswith("fcnn")
+
+def dense_layers(model: Model, params) -> tuple[tuple, ...]:
+    "The `(kernel, bias)` pairs of a dense `model`'s parameter-shaped tree `params`, in the order they are applied."
+    if not is_dense_model(model):
+        raise ValueError(f"Model {model.name!r} is not a dense network (flatten, Dense–swish layers, Dense head: "
+                         f"fcnn16, fcnn256, linear); use output_mean_and_variance(model.apply, ...) for it.")
+    if not isinstance(params, dict) or "head" not in params or set(params) - {"tail", "head"}:
+        keys = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"A dense model's parameters must be {{'tail': {{'Dense_0': ..., ...}}, 'head': ...}}, got {keys}.")
+    tail = params.get("tail", {})
+    names = [f"Dense_{i}" for i in range(len(tail))]
+    if sorted(tail) != sorted(names):
+        raise ValueError(f"The tail of the dense model {model.name!r} must hold the layers {names}, got {sorted(tail)}.")
+    layers = [tail[name] for name in names] + [params["head"]]
+    for name, layer in zip(names + ["head"], layers):
+        if not isinstance(layer, dict) or set(layer) != {"kernel", "bias"}:
+            raise ValueError(f"Layer {name!r} of the dense model {model.name!r} must hold exactly a kernel and a bias.")
+    return tuple((layer["kernel"], layer["bias"]) for layer in layers)
+
+def fast_output_mean_and_variance(model: Model, mean, variance, xs, chunk_size: int | None = 1):
+    "Output means and variances (n, d) of `model` linearised at `mean`: the per-layer formula if the model is dense, else `output_mean_and_variance` with `chunk_size`."
+    if not is_dense_model(model):
+        return output_mean_and_variance(model.apply, mean, variance, xs, chunk_size, model.input_shape)
+    _check_chunk_size(chunk_size)  # same contract on both paths
+    _check_linearise_inputs(model.apply, mean, variance, xs, model.input_shape)
+    return dense_output_mean_and_variance(dense_layers(model, mean), dense_layers(model, variance), xs)
+
+# %% ../nbs/04_linearise.ipynb #923b24d3
+def fast_gaussian_output_mean_and_variance(model: Model, q: Gaussian, xs,
+                                           chunk_size: int | None = 1) -> tuple[jax.Array, jax.Array]:
+    "Output means and variances (n, d) of `model` linearised at the mean of the Gaussian `q`; per-layer formula for dense models."
+    check_same_structure(q.mean, q.rho, ("q.mean", "q.rho"))
+    return fast_output_mean_and_variance(model, q.mean, gaussian_variance(q), xs, chunk_size)
+
+def fast_mixture_output_mean_and_variance(model: Model, q: Mixture, xs,
+                                          chunk_size: int | None = 1) -> tuple[jax.Array, jax.Array]:
+    "Output means and variances (K, n, d), component κ linearised at μ_κ; dense models `vmap` the per-layer formula over components."
+    if not is_dense_model(model):
+        return mixture_output_mean_and_variance(model.apply, q, xs, chunk_size, model.input_shape)
+    _check_chunk_size(chunk_size)
+    first = mixture_component(q, 0)  # validates the mixture's layout
+    _check_linearise_inputs(model.apply, first.mean, first.rho, xs, model.input_shape)
+    variance = gaussian_variance(Gaussian(q.mean, q.rho))
+    def component(mean, var):
+        return dense_output_mean_and_variance(dense_layers(model, mean), dense_layers(model, var), xs)
+    return jax.vmap(component)(q.mean, variance)
