@@ -19,8 +19,8 @@ from .models import Model
 
 # %% auto #0
 __all__ = ['LIKELIHOODS', 'class_logits', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule', 'onecycle_adam',
-           'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split', 'Coreset', 'coreset_init',
-           'coreset_add', 'coreset_draw', 'make_task_program', 'vmap_program']
+           'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split', 'sample_without_replacement',
+           'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'make_task_program', 'vmap_program']
 
 # %% ../nbs/07_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -139,6 +139,11 @@ def task_split(method: Method, sequence: TaskSequence, t: int) -> Split:
     return sequence.tasks[t - 1].train
 
 # %% ../nbs/07_train.ipynb #5fb154e1
+def sample_without_replacement(key: jax.Array, population: int, n: int) -> jax.Array:
+    """`n` distinct indices of `range(population)`, uniformly: the positions of the `n` smallest of `population`
+    random 32-bit integers (ties, of probability about population²/2³³, keep index order)."""
+    return jnp.argsort(jax.random.bits(key, (population,), jnp.uint32))[:n].astype(jnp.int32)
+
 class Coreset(NamedTuple):
     "Fixed-shape task-incremental coreset: `xs` (T, size, ...), `ys` (T, size), `count` tasks stored."
     xs: jax.Array
@@ -157,7 +162,7 @@ def coreset_add(key: jax.Array, coreset: Coreset, split: Split) -> Coreset:
     if len(split.ys) < size:
         raise ValueError(f"The task has {len(split.ys)} training points, fewer than the coreset size {size}; "
                          "use a smaller coreset size.")
-    rows = jax.random.choice(key, len(split.ys), (size,), replace=False)
+    rows = sample_without_replacement(key, len(split.ys), size)
     xs = jnp.asarray(split.xs)[rows].astype(coreset.xs.dtype)
     return Coreset(coreset.xs.at[coreset.count].set(xs), coreset.ys.at[coreset.count].set(jnp.asarray(split.ys)[rows]),
                    coreset.count + 1)
@@ -169,7 +174,7 @@ def coreset_draw(key: jax.Array, coreset: Coreset, n: int) -> Batch:
         raise ValueError(f"Cannot draw {n} points without replacement from a coreset of {size} per task.")
     keys = named_keys(key, "task", "rows")
     task = jax.random.randint(keys["task"], (), 0, jnp.maximum(coreset.count, 1))
-    rows = jax.random.choice(keys["rows"], size, (n,), replace=False)
+    rows = sample_without_replacement(keys["rows"], size, n)
     mask = jnp.where(coreset.count > 0, 1.0, 0.0) * jnp.ones(n)
     return Batch(coreset.xs[task, rows], coreset.ys[task, rows], mask)
 
@@ -196,17 +201,20 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
 
         grad_fn = jax.value_and_grad(flat_loss, has_aux=True)
 
+        # memory changes during a task only through on_step; without it, it is a constant of the loop, not a carry
+        carries_memory = method.on_step is not None
+
         def batch_step(carry, inputs):
-            params, memory, opt_state = carry
+            params, memory, opt_state = carry if carries_memory else (carry[0], state.memory, carry[1])
             rows, mask, step_key, real = inputs
             (loss, aux), grads = grad_fn(params, memory, step_key, Batch(xs[rows], ys[rows], mask))
             updates, new_opt_state = optimiser.update(grads, opt_state, params)
             new_params = optax.apply_updates(params, updates)
-            if method.on_step is not None:
-                memory_after = method.on_step(memory, unravel(grads), unravel(params), unravel(new_params), hyper, task)
+            if carries_memory:
+                memory = method.on_step(memory, unravel(grads), unravel(params), unravel(new_params), hyper, task)
+                new = (new_params, memory, new_opt_state)
             else:
-                memory_after = memory
-            new = (new_params, memory_after, new_opt_state)
+                new = (new_params, new_opt_state)
             if padded:
                 new = jax.tree.map(lambda a, b: jnp.where(real, a, b), new, carry)
             return new, (loss, aux)
@@ -224,8 +232,10 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
                 return carry, (weights @ losses, jax.tree.map(lambda a: weights @ a, aux))
             return carry, (losses.mean(), jax.tree.map(jnp.mean, aux))
 
-        carry = (flat_params, state.memory, optimiser.init(flat_params))
-        (params, memory, _), (losses, aux) = jax.lax.scan(epoch_step, carry, jnp.arange(epochs))
+        opt_state = optimiser.init(flat_params)
+        carry = (flat_params, state.memory, opt_state) if carries_memory else (flat_params, opt_state)
+        carry, (losses, aux) = jax.lax.scan(epoch_step, carry, jnp.arange(epochs))
+        params, memory = (carry[0], carry[1]) if carries_memory else (carry[0], state.memory)
         return MethodState(unravel(params), memory), losses, aux
 
     return run
