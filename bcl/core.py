@@ -17,9 +17,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_dir', 'tree_size', 'tree_sum', 'tree_vdot',
-           'tree_random_normal', 'tree_stack', 'tree_index', 'check_same_structure', 'check_positive',
-           'assert_trees_allclose', 'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task',
-           'TaskSequence']
+           'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'check_same_structure',
+           'check_positive', 'assert_trees_allclose', 'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split',
+           'Task', 'TaskSequence']
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
@@ -69,13 +69,46 @@ def tree_vdot(a, b) -> jax.Array:
     "Inner product of two trees of the same structure: sum over leaves of `sum(a * b)`."
     return tree_sum(jax.tree.map(lambda x, y: x * y, a, b))
 
+def _unraveler(tree, leading_axes: int = 0) -> tuple[int, Any, Callable]:
+    "(P, common dtype, unravel) for the leaves of `tree` after `leading_axes` shared leading axes (see `tree_ravel`)."
+    leaves, treedef = jax.tree.flatten(tree)
+    shapes = [tuple(jnp.shape(leaf))[leading_axes:] for leaf in leaves]
+    dtypes = [jnp.result_type(leaf) for leaf in leaves]
+    sizes = [int(np.prod(shape, dtype=int)) for shape in shapes]
+    cuts = np.cumsum(sizes)[:-1].tolist()
+    dtype = jnp.result_type(*dtypes) if leaves else jnp.dtype(jnp.float32)
+
+    def unravel(flat: jax.Array) -> Any:
+        prefix = tuple(jnp.shape(flat))[:-1]
+        parts = jnp.split(flat, cuts, axis=-1) if leaves else []
+        return jax.tree.unflatten(treedef, [part.reshape(*prefix, *shape).astype(d)
+                                            for part, shape, d in zip(parts, shapes, dtypes)])
+    return sum(sizes), dtype, unravel
+
+def tree_ravel(tree, leading_axes: int = 0) -> tuple[jax.Array, Callable]:
+    "Every leaf of `tree` flattened past its first `leading_axes` axes and concatenated in leaf order, (*lead, P), with the inverse: an array (*prefix, P) back to a tree with leaves (*prefix, *leaf)."
+    leaves = jax.tree.leaves(tree)
+    lead = tuple(jnp.shape(leaves[0]))[:leading_axes] if leaves else ()
+    for leaf in leaves:
+        if tuple(jnp.shape(leaf))[:leading_axes] != lead:
+            raise ValueError(f"tree_ravel with leading_axes={leading_axes} needs every leaf to start with the same "
+                             f"axes {lead}, but one leaf has shape {tuple(jnp.shape(leaf))}.")
+    size, dtype, unravel = _unraveler(tree, leading_axes)
+    if not leaves:
+        return jnp.zeros((*lead, 0), dtype), unravel
+    flat = jnp.concatenate([jnp.reshape(leaf, (*lead, int(np.prod(jnp.shape(leaf)[leading_axes:], dtype=int))))
+                            .astype(dtype) for leaf in leaves], axis=-1)
+    return flat, unravel
+
+def random_flat(sample: Callable, key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+    "`sample(key, (n,), dtype)` (e.g. `jax.random.normal`) reshaped to `shape`: the same numbers as `sample(key, shape, dtype)`, drawn as one axis."
+    shape = tuple(int(d) for d in shape)
+    return sample(key, (int(np.prod(shape, dtype=int)),), dtype).reshape(shape)
+
 def tree_random_normal(key: jax.Array, like, shape_prefix: Sequence[int] = ()) -> Any:
-    "A tree like `like` of independent N(0, 1) draws, each leaf with extra leading axes `shape_prefix`."
-    leaves, treedef = jax.tree.flatten(like)
-    keys = jax.random.split(key, len(leaves))
-    draws = [jax.random.normal(k, (*shape_prefix, *jnp.shape(leaf)), jnp.result_type(leaf))
-             for k, leaf in zip(keys, leaves)]
-    return jax.tree.unflatten(treedef, draws)
+    "A tree like `like` of independent N(0, 1) draws, each leaf with extra leading axes `shape_prefix`: one flat draw of shape (*shape_prefix, P) split into the leaves in order."
+    size, dtype, unravel = _unraveler(like)
+    return unravel(random_flat(jax.random.normal, key, (*shape_prefix, size), dtype))
 
 def tree_stack(trees: Sequence[Any]) -> Any:
     "Stack a list of trees of equal structure along a new leading axis."

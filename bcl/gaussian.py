@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import check_positive, check_same_structure, named_keys, tree_random_normal, tree_sum
+from .core import check_positive, check_same_structure, named_keys, random_flat, tree_random_normal, tree_ravel
 
 # %% auto #0
 __all__ = ['Gaussian', 'gaussian_std', 'gaussian_variance', 'softplus_inverse', 'gaussian_init', 'gaussian_prior',
@@ -28,11 +28,13 @@ def _check_gaussian(q: Gaussian, name: str = "q") -> None:
 
 def gaussian_std(q: Gaussian) -> Any:
     "The tree of standard deviations σ = softplus(ρ)."
-    return jax.tree.map(jax.nn.softplus, q.rho)
+    rho, unravel = tree_ravel(q.rho)
+    return unravel(jax.nn.softplus(rho))
 
 def gaussian_variance(q: Gaussian) -> Any:
     "The tree of variances σ² = softplus(ρ)²."
-    return jax.tree.map(lambda r: jnp.square(jax.nn.softplus(r)), q.rho)
+    rho, unravel = tree_ravel(q.rho)
+    return unravel(jnp.square(jax.nn.softplus(rho)))
 
 # %% ../nbs/01_gaussian.ipynb #f5d6cbe5
 def softplus_inverse(y) -> jax.Array:
@@ -61,32 +63,44 @@ def gaussian_sample(key: jax.Array, q: Gaussian, sample_size: int) -> Any:
     "`sample_size` reparameterised draws θ = μ + softplus(ρ) ⊙ z (eq. `rt_g`); every leaf gets a leading (S,) axis."
     check_positive("sample_size", sample_size, integer=True)
     _check_gaussian(q)
-    z = tree_random_normal(named_keys(key, "normal")["normal"], q.mean, (sample_size,))
-    return jax.tree.map(lambda m, r, e: m + jax.nn.softplus(r) * e, q.mean, q.rho, z)
+    mean, unravel = tree_ravel(q.mean)
+    rho, _ = tree_ravel(q.rho)
+    # the flat draw that tree_random_normal(named_keys(key, "normal")["normal"], q.mean, (S,)) splits into leaves
+    z = random_flat(jax.random.normal, named_keys(key, "normal")["normal"], (sample_size, mean.shape[-1]), mean.dtype)
+    return unravel(mean + jax.nn.softplus(rho) * z)
 
 # %% ../nbs/01_gaussian.ipynb #bf17bff3
+def _flat_log_density(mean, rho, x) -> jax.Array:
+    "Σ log N(x; mean, softplus(rho)²) over the last axis of flat arrays."
+    sd = jax.nn.softplus(rho)
+    return jnp.sum(-0.5 * jnp.log(2 * jnp.pi) - jnp.log(sd) - 0.5 * jnp.square((x - mean) / sd), axis=-1)
+
 def gaussian_log_density(q: Gaussian, theta) -> jax.Array:
     "log q(θ) for a single parameter tree `theta` (a scalar)."
     _check_gaussian(q)
     check_same_structure(q.mean, theta, ("q.mean", "theta"))
-    def leaf(m, r, x):
-        sd = jax.nn.softplus(r)
-        return -0.5 * jnp.log(2 * jnp.pi) - jnp.log(sd) - 0.5 * jnp.square((x - m) / sd)
-    return tree_sum(jax.tree.map(leaf, q.mean, q.rho, theta))
+    return _flat_log_density(*(tree_ravel(tree)[0] for tree in (q.mean, q.rho, theta)))
 
 # %% ../nbs/01_gaussian.ipynb #824ca7f8
+def _flat_kl(mean_q, var_q, mean_p, var_p) -> jax.Array:
+    "The diagonal Gaussian KL summed over the last axis of flat arrays."
+    terms = jnp.log(var_p) - jnp.log(var_q) - 1.0 + (var_q + jnp.square(mean_q - mean_p)) / var_p
+    return 0.5 * jnp.sum(terms, axis=-1)
+
 def diagonal_gaussian_kl(mean_q, var_q, mean_p, var_p) -> jax.Array:
     "KL(N(mean_q, var_q) ‖ N(mean_p, var_p)) for diagonal Gaussians (eq. `klgauss`), summed over every scalar of the arrays or trees."
     check_same_structure(mean_q, var_q, ("mean_q", "var_q"))
     check_same_structure(mean_q, mean_p, ("mean_q", "mean_p"))
     check_same_structure(mean_q, var_p, ("mean_q", "var_p"))
-    def leaf(mq, vq, mp, vp):
-        return jnp.log(vp) - jnp.log(vq) - 1.0 + (vq + jnp.square(mq - mp)) / vp
-    return 0.5 * tree_sum(jax.tree.map(leaf, mean_q, var_q, mean_p, var_p))
+    return _flat_kl(*(tree_ravel(tree)[0] for tree in (mean_q, var_q, mean_p, var_p)))
+
+def _flat_kl_from_rho(mean_q, rho_q, mean_p, rho_p) -> jax.Array:
+    "The KL between flat (mean, ρ) parameterisations, summed over the last axis."
+    return _flat_kl(mean_q, jnp.square(jax.nn.softplus(rho_q)), mean_p, jnp.square(jax.nn.softplus(rho_p)))
 
 def gaussian_kl(q: Gaussian, p: Gaussian) -> jax.Array:
     "KL(q ‖ p) between two diagonal Gaussians over the same parameter tree."
     _check_gaussian(q, "q")
     _check_gaussian(p, "p")
     check_same_structure(q.mean, p.mean, ("q", "p"))
-    return diagonal_gaussian_kl(q.mean, gaussian_variance(q), p.mean, gaussian_variance(p))
+    return _flat_kl_from_rho(*(tree_ravel(tree)[0] for tree in (q.mean, q.rho, p.mean, p.rho)))

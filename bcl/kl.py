@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import check_positive, check_same_structure, named_keys, tree_index, tree_random_normal
-from .gaussian import Gaussian, gaussian_kl
+from .core import check_positive, check_same_structure, named_keys, random_flat, tree_index, tree_ravel
+from .gaussian import _flat_kl_from_rho
 from .mixture import Mixture, check_mixture, mixture_log_density
 
 # %% auto #0
@@ -44,7 +44,8 @@ def mixture_kl_upper_bound(q: Mixture, p: Mixture) -> jax.Array:
         raise ValueError(f"q has K = {n_q} components but p has K = {n_p}; the upper bound pairs components by "
                          f"index, so both mixtures need the same K.")
     check_same_structure(q.mean, p.mean, ("q", "p"))
-    component_kls = jax.vmap(gaussian_kl)(Gaussian(q.mean, q.rho), Gaussian(p.mean, p.rho))
+    flat = [tree_ravel(tree, leading_axes=1)[0] for tree in (q.mean, q.rho, p.mean, p.rho)]  # each (K, P)
+    component_kls = jax.vmap(_flat_kl_from_rho)(*flat)
     return mixture_kl_upper_bound_from_components(q.logits, p.logits, component_kls)
 
 # %% ../nbs/03_kl_bound.ipynb #f082b192
@@ -52,8 +53,10 @@ def _mixture_sample_exact(key: jax.Array, q: Mixture, sample_size: int):
     "Exact ancestral draws from q: κ ~ Cat(softmax(λ)), then θ ~ N(μ_κ, σ_κ²); leaves get a leading (S,) axis."
     ks = named_keys(key, "component", "normal")
     index = jax.random.categorical(ks["component"], q.logits, shape=(sample_size,))
-    z = tree_random_normal(ks["normal"], tree_index(q.mean, 0), (sample_size,))
-    return jax.tree.map(lambda mean, rho, noise: mean[index] + jax.nn.softplus(rho[index]) * noise, q.mean, q.rho, z)
+    mean, unravel = tree_ravel(q.mean, leading_axes=1)  # (K, P)
+    rho, _ = tree_ravel(q.rho, leading_axes=1)
+    z = random_flat(jax.random.normal, ks["normal"], (sample_size, mean.shape[-1]), mean.dtype)
+    return unravel(mean[index] + jax.nn.softplus(rho[index]) * z)
 
 def mixture_kl_monte_carlo(key: jax.Array, q: Mixture, p: Mixture, sample_size: int) -> tuple[jax.Array, jax.Array]:
     "Monte Carlo estimate of KL(q ‖ p) from `sample_size` exact draws of q, and its standard error."

@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import (check_positive, check_same_structure, named_keys, tree_index, tree_random_normal,
-                      tree_stack, tree_sum)
-from .gaussian import Gaussian, gaussian_log_density, gaussian_prior
+from .core import (check_positive, check_same_structure, named_keys, random_flat, tree_index,
+                      tree_random_normal, tree_ravel, tree_stack)
+from .gaussian import Gaussian, _flat_log_density, gaussian_prior
 
 # %% auto #0
 __all__ = ['Mixture', 'check_mixture', 'mixture_weights', 'mixture_component', 'mixture_from_gaussian', 'mixture_init',
@@ -88,7 +88,7 @@ def gumbel_softmax_weights(key: jax.Array, logits: jax.Array, sample_size: int,
     check_positive("temperature", temperature)
     if jnp.ndim(logits) != 1:
         raise ValueError(f"logits must have shape (K,), got {tuple(jnp.shape(logits))}.")
-    gumbel = jax.random.gumbel(key, (sample_size, jnp.shape(logits)[0]), jnp.result_type(logits))
+    gumbel = random_flat(jax.random.gumbel, key, (sample_size, jnp.shape(logits)[0]), jnp.result_type(logits))
     return jax.nn.softmax((logits + gumbel) / temperature, axis=-1)
 
 # %% ../nbs/02_mixture.ipynb #7d7d3634
@@ -98,22 +98,20 @@ def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: fl
     check_positive("sample_size", sample_size, integer=True)
     check_positive("temperature", temperature)
     ks = named_keys(key, "normal", "gumbel")
-    one_component = jax.tree.map(lambda leaf: leaf[0], q.mean)
-    z = tree_random_normal(ks["normal"], one_component, (sample_size, n_components))
-    weights = gumbel_softmax_weights(ks["gumbel"], q.logits, sample_size, temperature)
-
-    def leaf(mean, rho, noise):
-        components = mean + jax.nn.softplus(rho) * noise  # (S, K, *leaf)
-        if n_components == 1:  # the weight is exactly 1
-            return components[:, 0]
-        w = weights.reshape(weights.shape + (1,) * (noise.ndim - 2)).astype(components.dtype)
-        return jnp.sum(w * components, axis=1)
-    return jax.tree.map(leaf, q.mean, q.rho, z)
+    mean, unravel = tree_ravel(q.mean, leading_axes=1)  # (K, P)
+    rho, _ = tree_ravel(q.rho, leading_axes=1)
+    z = random_flat(jax.random.normal, ks["normal"], (sample_size, n_components, mean.shape[-1]), mean.dtype)
+    components = mean + jax.nn.softplus(rho) * z  # (S, K, P)
+    if n_components == 1:  # the weight is exactly 1
+        return unravel(components[:, 0])
+    weights = gumbel_softmax_weights(ks["gumbel"], q.logits, sample_size, temperature).astype(mean.dtype)
+    return unravel(jnp.sum(weights[:, :, None] * components, axis=1))
 
 # %% ../nbs/02_mixture.ipynb #6a9152b3
 def mixture_log_density(q: Mixture, theta) -> jax.Array:
     "log q(θ) = logsumexp_k(log p_k + log N(θ; μ_k, σ_k²)) for a single parameter tree `theta` (a scalar)."
     check_mixture(q)
     check_same_structure(theta, q.mean, ("theta", "q.mean"), leading_axes=1)
-    components = jax.vmap(gaussian_log_density, in_axes=(0, None))(Gaussian(q.mean, q.rho), theta)
+    mean, rho = (tree_ravel(tree, leading_axes=1)[0] for tree in (q.mean, q.rho))  # (K, P)
+    components = jax.vmap(_flat_log_density, in_axes=(0, 0, None))(mean, rho, tree_ravel(theta)[0])
     return jax.nn.logsumexp(jax.nn.log_softmax(q.logits) + components)

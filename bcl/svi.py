@@ -12,22 +12,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import TaskSequence, check_positive, check_same_structure, named_keys
-from .gaussian import (Gaussian, diagonal_gaussian_kl, gaussian_init, gaussian_kl, gaussian_prior,
-                          gaussian_sample, gaussian_variance)
+from .core import TaskSequence, check_positive, check_same_structure, named_keys, random_flat
+from .gaussian import Gaussian, diagonal_gaussian_kl, gaussian_init, gaussian_kl, gaussian_prior, gaussian_sample
 from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
-from .linearise import (dense_head_output_variance, gaussian_output_mean_and_variance,
-                           mixture_output_mean_and_variance)
-from .mixture import Mixture, check_mixture, mixture_init, mixture_prior, mixture_sample
+from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance
+from .mixture import Mixture, mixture_init, mixture_prior, mixture_sample
 from .models import Model
 from .train import (Batch, Coreset, Method, MethodState, coreset_add, coreset_draw, coreset_init, nll_sum,
                        predict_probabilities)
 
 # %% auto #0
-__all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'METHOD_NAMES', 'PRESETS', 'SEQUENCE_SETTINGS', 'variational_init',
-           'variational_prior', 'variational_sample', 'parameter_kl', 'expected_nll', 'vcl_free_energy',
-           'output_moments', 'function_kl', 'inducing_bounds', 'uniform_inducing_points', 'sfsvi_free_energy',
-           'bma_probabilities', 'SVIMemory', 'method_name', 'svi', 'svi_method', 'svi_suite']
+__all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'METHOD_NAMES', 'PRESETS', 'SEQUENCE_SETTINGS', 'FEATURE_SETTINGS',
+           'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl', 'expected_nll',
+           'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds', 'uniform_inducing_points',
+           'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'method_name', 'svi', 'sequence_settings',
+           'svi_method', 'svi_suite']
 
 # %% ../nbs/10_svi.ipynb #2492cdfa
 def _check_components(n_components) -> None:
@@ -78,23 +77,11 @@ def vcl_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, bat
     return nll + kl_weight * kl, {"nll": nll, "kl": kl}
 
 # %% ../nbs/10_svi.ipynb #794982d8
-def _dense_head_moments(mean, variance, xs):
-    features = xs.reshape(xs.shape[0], -1)
-    head, head_var = mean["head"], variance["head"]
-    return (features @ head["kernel"] + head["bias"],
-            dense_head_output_variance(features, head_var["kernel"], head_var["bias"]))
-
 def output_moments(model: Model, q: Gaussian | Mixture, xs, chunk_size: int | None = None):
     "Output means and variances of the linearised network at `xs`: (n, d) each for G, (K, n, d) for GM."
-    if model.name == "linear":
-        if isinstance(q, Mixture):
-            check_mixture(q)
-            variance = gaussian_variance(Gaussian(q.mean, q.rho))
-            return jax.vmap(_dense_head_moments, in_axes=(0, 0, None))(q.mean, variance, xs)
-        return _dense_head_moments(q.mean, gaussian_variance(q), xs)
     if isinstance(q, Mixture):
-        return mixture_output_mean_and_variance(model.apply, q, xs, chunk_size)
-    return gaussian_output_mean_and_variance(model.apply, q, xs, chunk_size)
+        return fast_mixture_output_mean_and_variance(model, q, xs, chunk_size)
+    return fast_gaussian_output_mean_and_variance(model, q, xs, chunk_size)
 
 def function_kl(model: Model, q: Gaussian | Mixture, prior: Gaussian | Mixture, xs,
                 chunk_size: int | None = None) -> jax.Array:
@@ -134,7 +121,8 @@ def inducing_bounds(low, high, input_shape: Sequence[int]) -> tuple[np.ndarray, 
 def uniform_inducing_points(key: jax.Array, n: int, low, high) -> jax.Array:
     "`n` inputs with every feature i.i.d. U[`low`, `high`] (arrays of the input shape); shape (n, *input_shape)."
     low, high = jnp.asarray(low), jnp.asarray(high)
-    return jax.random.uniform(key, (n, *low.shape), low.dtype, low, high)
+    unit = random_flat(jax.random.uniform, key, (n, *low.shape), low.dtype)  # U[0, 1), drawn along one axis
+    return jnp.maximum(low, unit * (high - low) + low)
 
 # %% ../nbs/10_svi.ipynb #80c6e940
 def sfsvi_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, batch: Batch, inducing_xs, kl_weight,
@@ -241,10 +229,14 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
         else:
             if focus == "prior":
                 uniform = uniform_inducing_points(keys["inducing"], coreset_batch, low, high)
-                stored = coreset_draw(keys["coreset"], memory.coreset, coreset_batch).xs
-                coin = jax.random.uniform(keys["coin"]) < coreset_prob
-                use_coreset = jnp.logical_and(memory.coreset.count > 0, coin)
-                inducing = jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
+                if coreset_prob == 0.0:
+                    inducing = uniform
+                else:
+                    stored = coreset_draw(keys["coreset"], memory.coreset, coreset_batch).xs
+                    use_coreset = memory.coreset.count > 0
+                    if coreset_prob < 1.0:  # the coin is always heads at 1: no draw to compile
+                        use_coreset = jnp.logical_and(use_coreset, jax.random.uniform(keys["coin"]) < coreset_prob)
+                    inducing = jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
             else:
                 inducing = uniform_inducing_points(keys["inducing"], n_inducing, low, high)
             total, aux = sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing,
@@ -279,6 +271,7 @@ def _preset(vcl_lr, sfsvi_lr, batch, epochs, coreset_size, p_vcl_sample=(10, 10)
 PRESETS = {
     "2d": _preset(0.1, 0.01, 16, 100, 16, p_vcl_sample=(10, 100), p_gm_vcl_sample=(100, 100)),
     "image": _preset(0.01, 0.001, 64, 20, 256),
+    "image_cnn": _preset(0.01, 0.001, 32, 20, 256),
 }
 
 SEQUENCE_SETTINGS = {
@@ -288,7 +281,22 @@ SEQUENCE_SETTINGS = {
     "displitmnist5k": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
     "cisplitmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
     "displitmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
+    "cisplitfashionmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
+    "displitfashionmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
+    "cisplitcifar10": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
+    "displitcifar8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
+    "cisplitham8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
+    "displitham6": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
 }
+FEATURE_SETTINGS = dict(preset="image", model="linear", inducing_low=-1.0, inducing_high=6.0)
+
+def sequence_settings(name: str) -> dict:
+    "Preset, model and inducing-point bounds for the sequence `name`; `<sequence>_fe` is the linear head on features."
+    base = name[:-3] if name.endswith("_fe") else name
+    if base not in SEQUENCE_SETTINGS:
+        raise ValueError(f"No variational settings for sequence {name!r}; known: {', '.join(SEQUENCE_SETTINGS)} "
+                         "(each also with the suffix _fe for the linear head on pre-trained features).")
+    return dict(FEATURE_SETTINGS if name.endswith("_fe") else SEQUENCE_SETTINGS[name])
 
 def svi_method(name: str, model: Model, likelihood: str, *, n_components: int = 3, **settings) -> Method:
     "The method called `name` (one of `METHOD_NAMES`, case-insensitive); GM methods get `n_components` (3)."

@@ -6,14 +6,18 @@
    run time of one compiled task program (`epochs` epochs over `n` random points), compilation excluded.
 2. `iris_total`: the total wall time of all eight methods on cisplit2diris with the paper's 2-D settings
    (one seed, 100 epochs, evaluation after every task), with compile time separate.
+3. `compile_size` (with `--compile-size`): per method, the size of the optimised XLA program of one cisplit2diris
+   task (HLO lines and fusions, a machine-independent measure of compile cost) and of the prediction program, with
+   their lowering and compile times (which depend on the machine's load).
 
-Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--n 640] [--epochs 3] [--repeats 3]
+Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--compile-size] [--n 640] [--epochs 3] [--repeats 3]
        [--models linear fcnn256] [--methods P-G-VCL ...]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -98,16 +102,49 @@ def iris_total():
                       "per_method": per_method, "device": jax.devices()[0].platform}), flush=True)
 
 
+def _compile_stats(fn, *args):
+    "Lowering seconds, compile seconds, optimised HLO lines and fusion count of `jax.jit(fn)` at `args`."
+    start = time.perf_counter()
+    lowered = jax.jit(fn).lower(*args)
+    lower_s = time.perf_counter() - start
+    start = time.perf_counter()
+    text = lowered.compile().as_text()
+    compile_s = time.perf_counter() - start
+    return {"lower_s": round(lower_s, 2), "compile_s": round(compile_s, 2), "hlo_lines": len(text.splitlines()),
+            "fusions": len(re.findall(r"= \S+ fusion\(", text))}
+
+
+def compile_size(methods=None):
+    iris = load_sequence("cisplit2diris")
+    cfg = SEQUENCE_SETTINGS["cisplit2diris"]
+    model = make_model(cfg["model"], iris.n_outputs, iris.input_shape)
+    suite = svi_suite(model, iris.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
+                      inducing_high=cfg["inducing_high"], names=methods or METHOD_NAMES)
+    xs, ys = jnp.asarray(iris.tasks[0].train.xs), jnp.asarray(iris.tasks[0].train.ys)
+    for name, (method, hyper) in suite.items():
+        state = jax.tree.map(lambda x: x[None, None], method.init(jax.random.key(0), iris))
+        args = (jnp.stack([jax.random.key(1)]), state, {"learning_rate": jnp.array([hyper["learning_rate"]])},
+                xs, ys, jnp.int32(1))
+        task = _compile_stats(vmap_program(make_task_program(method, len(ys))), *args)
+        predict = _compile_stats(jax.vmap(method.predict, in_axes=(0, 0, None)), jnp.stack([jax.random.key(2)]),
+                                 jax.tree.map(lambda x: x[0], state.params), xs)
+        print(json.dumps({"benchmark": "compile_size", "sequence": "cisplit2diris", "method": name, "task": task,
+                          "predict": predict, "device": jax.devices()[0].platform}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-steps", action="store_true")
     parser.add_argument("--skip-iris", action="store_true")
+    parser.add_argument("--compile-size", action="store_true")
     parser.add_argument("--n", type=int, default=640)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--models", nargs="*", default=["linear", "fcnn256"])
     parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
     args = parser.parse_args()
+    if args.compile_size:
+        compile_size(args.methods)
     if not args.skip_iris:
         iris_total()
     if not args.skip_steps:

@@ -7,7 +7,7 @@ A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced 
 pre-trained extractor (default pre-training task `fashionmnist`, cached under data/features), learned with a linear
 head, the image preset and uniform inducing inputs in [-1, 6] per feature (notes §17b).
 
-Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.svi.SEQUENCE_SETTINGS`
+Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.svi.sequence_settings`
 (preset, model, inducing-point bounds) and `bcl.svi.PRESETS` (notes §17a/§17b). Prints a markdown table (mean ± std
 over seeds, ×100, with the authors' single-seed numbers of notes §19) and writes results/svi/<sequence>.json
 (summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric).
@@ -29,11 +29,9 @@ from bcl.core import atomic_write_json, results_dir
 from bcl.features import pretraining_settings
 from bcl.models import make_model
 from bcl.sequence import final_average_accuracy, result_table, save_table, train_sequence
-from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
+from bcl.svi import METHOD_NAMES, PRESETS, sequence_settings, svi_suite
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, seed_summary
-
-FE_SETTINGS = dict(preset="image", model="linear", inducing_low=-1.0, inducing_high=6.0)  # notes §17b
 
 AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
     "cisplit2diris": {"P-G-VCL": 33.33, "L-G-VCL": 66.67, "P-GM-VCL": 33.33, "L-GM-VCL": 66.67,
@@ -45,7 +43,7 @@ AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
 
 def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None) -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
-    cfg = FE_SETTINGS if name.endswith("_fe") else SEQUENCE_SETTINGS[name]
+    cfg = sequence_settings(name)  # _fe: linear head, image preset, inducing points in [-1, 6] (notes §17b)
     model = make_model(cfg["model"], 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
                        sequence.input_shape)
     suite = svi_suite(model, sequence.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
