@@ -132,6 +132,7 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int]) -> Model:
             raise ValueError(f"Model {name!r} needs image inputs (height, width, channels), got input_shape={input_shape}.")
     module = Network(_TAILS[name](), int(n_outputs))
 
+    @jax.jit  # one compiled program instead of dozens of eager operations, each compiled on first use
     def init(key):
         return module.init(key, jnp.zeros((1, *input_shape), jnp.float32))["params"]
 

@@ -24,10 +24,11 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batch
                        vmap_program, TaskInfo)
 
 # %% auto #0
-__all__ = ['PROGRAMS', 'SPLITS', 'METRICS', 'SUMMARIES', 'accuracy', 'mean_nll', 'expected_calibration_error',
-           'final_average_accuracy', 'average_forgetting', 'backward_transfer', 'hyper_grid', 'hyper_configs',
-           'check_sequence', 'save_checkpoint', 'load_checkpoint', 'SequenceResult', 'train_sequence',
-           'select_by_validation', 'result_table', 'save_table']
+__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'SPLITS', 'METRICS', 'SUMMARIES', 'accuracy', 'mean_nll',
+           'expected_calibration_error', 'final_average_accuracy', 'average_forgetting', 'backward_transfer',
+           'hyper_grid', 'hyper_configs', 'check_sequence', 'save_checkpoint', 'load_checkpoint',
+           'fast_compile_options', 'SequenceResult', 'train_sequence', 'select_by_validation', 'result_table',
+           'save_table']
 
 # %% ../nbs/07a_sequence.ipynb #17cfcdf0
 def accuracy(probs: np.ndarray, ys: np.ndarray) -> float:
@@ -162,14 +163,15 @@ class _Programs:
         self.cache: dict = {}
         self.max_size = max_size
 
-    def __call__(self, name, make: Callable, *args):
+    def __call__(self, name, make: Callable, *args, compiler_options: dict | None = None):
         leaves, treedef = jax.tree.flatten(args)
+        options = dict(compiler_options or {})
         signature = (name, treedef, tuple((np.shape(x), str(jnp.result_type(x)) if not jax.dtypes.issubdtype(
-            getattr(x, "dtype", None), jax.dtypes.prng_key) else "key") for x in leaves))
+            getattr(x, "dtype", None), jax.dtypes.prng_key) else "key") for x in leaves), tuple(sorted(options.items())))
         compile_s = 0.0
         if signature not in self.cache:
             start = time.perf_counter()
-            compiled = jax.jit(make()).lower(*args).compile()
+            compiled = jax.jit(make()).lower(*args).compile(compiler_options=options or None)
             compile_s = time.perf_counter() - start
             if len(self.cache) >= self.max_size:
                 self.cache.pop(next(iter(self.cache)))
@@ -179,6 +181,16 @@ class _Programs:
         return out, compile_s, time.perf_counter() - start
 
 PROGRAMS = _Programs()
+
+FAST_COMPILE_MAX_PARAMETERS = 20_000
+
+def fast_compile_options(n_parameters: int, fast_compile: bool | None = None) -> dict:
+    """XLA options for a program of a network with `n_parameters`: on CPU, small networks (at most
+    `FAST_COMPILE_MAX_PARAMETERS`; or whenever `fast_compile=True`) skip LLVM's optimisations, which take most of
+    the wall time of small experiments; `fast_compile=False` never does."""
+    if fast_compile is None:
+        fast_compile = jax.default_backend() == "cpu" and n_parameters <= FAST_COMPILE_MAX_PARAMETERS
+    return {"xla_backend_optimization_level": 0} if fast_compile else {}
 
 # %% ../nbs/07a_sequence.ipynb #1f9f6536
 class SequenceResult(NamedTuple):
@@ -196,7 +208,8 @@ class SequenceResult(NamedTuple):
 SPLITS = ("validation", "test")
 METRICS = ("accuracy", "nll", "ece")
 
-def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict) -> dict[str, np.ndarray]:
+def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict,
+              compiler_options: dict | None = None) -> dict[str, np.ndarray]:
     "Metrics (G, S, T) of `state` on every task of both evaluation splits."
     def make():  # seeds as a vmap axis; grid configurations one call each, so one program serves every grid size
         return jax.vmap(method.predict, in_axes=(0, 0, None))
@@ -212,7 +225,8 @@ def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict) 
         params = jax.tree.map(lambda leaf: leaf[g], host_params)
         blocks = []
         for start in range(0, len(padded), size):
-            p, c, r = PROGRAMS(("predict", method.predict), make, predict_keys, params, padded[start:start + size])
+            p, c, r = PROGRAMS(("predict", method.predict), make, predict_keys, params, padded[start:start + size],
+                               compiler_options=compiler_options)
             timings["compile_s"] += c
             timings["run_s"] += r
             blocks.append(np.asarray(p))
@@ -262,7 +276,7 @@ def _first_nonfinite(losses: np.ndarray, method: Method, t: int, configs, seeds)
 def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int] = (0,), *,
                    checkpoint: str | os.PathLike | None = None, progress: bool = True,
                    after_task: Callable | None = None, eval_chunk: int = 4096,
-                   check_finite: bool = True) -> SequenceResult:
+                   check_finite: bool = True, fast_compile: bool | None = None) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
     check_sequence(method, sequence)
     hyper = _as_grid(hyper)
@@ -276,6 +290,8 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
     init_keys = jax.vmap(lambda k: named_keys(k, "init")["init"])(seed_keys)
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
+    options = fast_compile_options(sum(int(np.size(leaf)) for leaf in jax.tree.leaves(state.params)) // (G * S),
+                                   fast_compile)
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.epochs), np.nan)
     fingerprint = _fingerprint(method, sequence, hyper, seeds)
@@ -307,19 +323,22 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
             args = (keys, state, jhyper, np.concatenate([xs, np.zeros((pad, *xs.shape[1:]), xs.dtype)]),
                     np.concatenate([ys, np.zeros(pad, ys.dtype)]), jnp.int32(t), jnp.int32(n))
 
+        epoch_bar = tqdm(total=method.epochs, desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
+        on_epoch = None if epoch_bar.disable else _EpochProgress.advance  # no host callback without a bar
+
         def make(n_rows=len(args[4]), padded=rows_per_task is not None):
-            train = make_task_program(method, n_rows, padded=padded, on_epoch=_EpochProgress.advance)
+            train = make_task_program(method, n_rows, padded=padded, on_epoch=on_epoch)
             def train_then_end(key, state, hyper, xs, ys, index, *n_real):
                 state, losses, aux = train(key[0], state, hyper, xs, ys, index, *n_real)
                 n = n_real[0] if padded else n_rows
                 task = TaskInfo(index, n, (n + method.batch_size - 1) // method.batch_size)
                 return method.end_task(key[1], state, Split(xs, ys), hyper, task), losses, aux
             return vmap_program(train_then_end)
-        epoch_bar = tqdm(total=method.epochs, desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
         _EpochProgress.bar = None if epoch_bar.disable else epoch_bar
         try:
-            (state_after, losses, _), c, r = PROGRAMS(("task", method, len(args[4]), rows_per_task is not None),
-                                                      make, *args)
+            (state_after, losses, _), c, r = PROGRAMS(
+                ("task", method, len(args[4]), rows_per_task is not None, on_epoch is not None), make, *args,
+                compiler_options=options)
             jax.effects_barrier()
         finally:
             _EpochProgress.bar = None
@@ -336,7 +355,7 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
             raise FloatingPointError(f"Method {method.name!r}: the state became non-finite in end_task of task {t}; "
                                      "the checkpoint of the last finished task was kept.")
         record["losses"][t - 1] = losses
-        for name, values in _evaluate(method, sequence, state, predict_keys, eval_chunk, timings).items():
+        for name, values in _evaluate(method, sequence, state, predict_keys, eval_chunk, timings, options).items():
             record[name][:, :, t - 1, :] = values
         if checkpoint is not None:
             save_checkpoint(checkpoint, state, record, t, fingerprint)
