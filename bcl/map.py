@@ -91,10 +91,14 @@ def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher
     mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
     flat_params, unravel = ravel_pytree(params)
 
-    def one(x):  # Σ_c p_c (∂ log p_c / ∂θ)², over the flat parameter vector
+    def one(x):  # Σ_c p_c (∂ log p_c / ∂θ)², over the flat parameter vector, one class at a time
         log_p = lambda flat: jax.nn.log_softmax(class_logits(model.apply(unravel(flat), x[None]), likelihood)[0])
         probs = jax.lax.stop_gradient(jnp.exp(log_p(flat_params)))
-        return probs @ jnp.square(jax.jacrev(log_p)(flat_params))  # (C,) @ (C, P)
+
+        def add_class(total, c):
+            return total + probs[c] * jnp.square(jax.grad(lambda flat: log_p(flat)[c])(flat_params)), None
+        total, _ = jax.lax.scan(add_class, jnp.zeros_like(flat_params), jnp.arange(probs.shape[0]))
+        return total
 
     def step(total, inputs):
         x_chunk, m_chunk = inputs
