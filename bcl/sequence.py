@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .core import Split, TaskSequence, atomic_write_bytes, named_keys
+from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
 from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, task_split,
                        vmap_program, TaskInfo)
 
@@ -290,8 +290,7 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
     init_keys = jax.vmap(lambda k: named_keys(k, "init")["init"])(seed_keys)
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
-    options = fast_compile_options(sum(int(np.size(leaf)) for leaf in jax.tree.leaves(state.params)) // (G * S),
-                                   fast_compile)
+    options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile)  # per configuration and seed
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.epochs), np.nan)
     fingerprint = _fingerprint(method, sequence, hyper, seeds)
