@@ -157,26 +157,30 @@ class MethodRun(NamedTuple):
     grid_probs: np.ndarray
     info: dict
 
-def _predict_grid(method: Method, state, predict_keys, grid_xs) -> np.ndarray:
+def _predict_grid(method: Method, state, predict_keys, grid_xs, compiler_options: dict) -> np.ndarray:
     from bcl.sequence import PROGRAMS
     def make():
         return jax.vmap(jax.vmap(method.predict, in_axes=(0, 0, None)), in_axes=(None, 0, None))
     probs, compile_s, run_s = PROGRAMS(("grid", method.predict), make, predict_keys, state.params,
-                                       jnp.asarray(grid_xs, jnp.float32))
+                                       jnp.asarray(grid_xs, jnp.float32), compiler_options=compiler_options)
     return np.asarray(probs), compile_s + run_s
 
-def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress) -> MethodRun:
-    from bcl.sequence import hyper_configs, select_by_validation, train_sequence
+def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile) -> MethodRun:
+    from bcl.core import tree_size
+    from bcl.sequence import fast_compile_options, hyper_configs, select_by_validation, train_sequence
     seed_keys = jnp.stack([jax.random.key(s) for s in seeds])
     predict_keys = jax.vmap(lambda k: named_keys(k, "predict")["predict"])(seed_keys)
     grids, grid_seconds = [], [0.0]
 
     def after_task(t, result):
-        probs, seconds = _predict_grid(spec.method, result.state, predict_keys, grid_xs)
+        n_parameters = tree_size(result.state.params) // (len(hyper_configs(result.hyper)) * len(seeds))
+        options = fast_compile_options(n_parameters, fast_compile)
+        probs, seconds = _predict_grid(spec.method, result.state, predict_keys, grid_xs, options)
         grids.append(probs)  # (G, S, n, C)
         grid_seconds[0] += seconds
 
-    result = train_sequence(spec.method, sequence, spec.hyper, seeds, progress=progress, after_task=after_task)
+    result = train_sequence(spec.method, sequence, spec.hyper, seeds, progress=progress, after_task=after_task,
+                            fast_compile=fast_compile)
     chosen = select_by_validation(result)
     accuracy = np.stack([result.metrics["test/accuracy"][g, s] for s, g in enumerate(chosen)])
     grid_probs = np.stack([probs[chosen[0], 0] for probs in grids])
@@ -184,30 +188,32 @@ def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress) -> MethodR
     info = {"selected": [configs[g] for g in chosen], **result.timings, "grid_predict_s": grid_seconds[0]}
     return MethodRun(spec.name, accuracy, grid_probs, info)
 
-def _run_hmc(spec: MethodSpec, sequence, seeds, grid_xs, progress) -> MethodRun:
+def _run_hmc(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile) -> MethodRun:
     from bcl.hmc import hmc_predict, run_hmc_sequence, sequence_test_accuracies, summarise_hmc_info
     settings = dict(spec.hmc)
     model = make_model(settings.pop("model", "fcnn16"), sequence.n_outputs, sequence.input_shape)
     start = time.perf_counter()
-    runs = run_hmc_sequence(jax.random.key(seeds[0]), model, sequence, pad=True, progress=progress, **settings)
+    runs = run_hmc_sequence(jax.random.key(seeds[0]), model, sequence, progress=progress, **settings)
     accuracy = np.stack([sequence_test_accuracies(r.result.samples, model, sequence) for r in runs])[None]
     grid_probs = np.stack([np.asarray(hmc_predict(r.result.samples, model, grid_xs, sequence.likelihood))
                            for r in runs])
     per_task = [{"task": r.task, "compile_s": r.result.compile_seconds, "run_s": r.result.run_seconds,
                  **summarise_hmc_info(r.result.info)} for r in runs]
-    info = {"settings": dict(spec.hmc), "seed": int(seeds[0]), "per_task": per_task,
+    record = {k: v for k, v in spec.hmc.items() if k != "devices"}
+    record["n_devices"] = len(spec.hmc.get("devices") or [None])
+    info = {"settings": record, "seed": int(seeds[0]), "per_task": per_task,
             "compile_s": sum(r.result.compile_seconds for r in runs),
             "run_s": sum(r.result.run_seconds for r in runs), "wall_s": time.perf_counter() - start}
     return MethodRun(spec.name, accuracy, grid_probs, info)
 
 def run_method(spec: MethodSpec, sequence: TaskSequence, seeds: Sequence[int], grid_xs, *,
-               progress: bool = False) -> MethodRun:
+               progress: bool = False, fast_compile: bool | None = None) -> MethodRun:
     "Train `spec` on `sequence` (every seed) and predict `grid_xs` after every task."
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds is empty; pass at least one seed.")
     run = _run_hmc if spec.method is None else _run_engine
-    return run(spec, sequence, seeds, np.asarray(grid_xs, np.float32), progress)
+    return run(spec, sequence, seeds, np.asarray(grid_xs, np.float32), progress, fast_compile)
 
 def safe_run(fn: Callable, *args, **kwargs) -> tuple[Any, dict | None]:
     "`(fn(*args, **kwargs), None)`, or `(None, error record)` if it raised an `Exception`."
@@ -221,7 +227,8 @@ PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, 
                    "preset": str, "hmc_chains": int, "hmc_warmup": int, "hmc_samples": int, "hmc_max_doublings": int,
                    "grid_resolution": int,
                    "kl_floor": float, "results_folder": (str, type(None)), "figures_folder": (str, type(None)),
-                   "tables_folder": (str, type(None)), "fast_compile": bool, "progress": bool}
+                   "tables_folder": (str, type(None)), "fast_compile": (bool, type(None)),
+                   "hmc_parallel": bool, "progress": bool}
 
 def check_parameter_names(params: dict) -> None:
     "`ValueError` if `params` holds a name that is not a parameter of the visualisation experiment."

@@ -20,10 +20,10 @@ from .models import Model
 from .train import nll_sum, predict_probabilities
 
 # %% auto #0
-__all__ = ['joint_training_data', 'joint_log_posterior', 'joint_log_density', 'split_rhat', 'effective_sample_size', 'ChainTrace',
-           'hmc_warmup', 'hmc_chain', 'HMCInfo', 'HMCResult', 'hmc_sampler', 'hmc_sample', 'summarise_hmc_info',
-           'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'HMCTaskResult', 'run_hmc_sequence',
-           'sequence_test_accuracies']
+__all__ = ['PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior', 'joint_log_density', 'split_rhat',
+           'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain', 'HMCInfo', 'HMCResult', 'hmc_sampler',
+           'parallel_chain_devices', 'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict',
+           'hmc_accuracy', 'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../nbs/11_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -158,8 +158,8 @@ class HMCInfo(NamedTuple):
     n_warmup_divergent: jax.Array  # (C,) divergent transitions during warm-up
     mean_integration_steps: jax.Array  # (C,) mean leapfrog steps per NUTS step (cost)
     logdensity: jax.Array  # (C,) log density of the final positions
-    rhat: Any  # split-R̂ over chains of every parameter scalar (NaN if num_samples < 4)
-    ess: Any  # effective sample size of every parameter scalar (NaN if num_samples < 4)
+    rhat: Any  # split-R̂ over chains of every parameter scalar (NaN if num_samples < 4); None from `hmc_sampler`
+    ess: Any  # effective sample size of every parameter scalar (NaN if num_samples < 4); None from `hmc_sampler`
 
 class HMCResult(NamedTuple):
     "Posterior sample (leading axis n_chains), diagnostics, optional trace, and wall times in seconds."
@@ -187,8 +187,9 @@ def _diagnostics(positions, num_samples):
 
 def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: int = 100,
                 max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-                devices: Sequence | None = None) -> Callable:
+                devices: Sequence | None = None, vectorise_chains: bool = True) -> Callable:
     "A jittable `(key, initial_positions, data) -> (samples, HMCInfo, ChainTrace)` for `log_density(params, data)`."
+    # vectorise_chains: vmap the chains of a device (True) or run them in turn with lax.map (False).
     _check_settings(num_warmup, num_samples, max_num_doublings, target_acceptance_rate)
     if devices is not None:
         devices = list(devices)
@@ -207,7 +208,8 @@ def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: i
             return final.position, step_size, imm, n_warm_div, trace
 
         n_chains = jax.tree.leaves(initial_positions)[0].shape[0]
-        chains = jax.vmap(one_chain)
+        chains = jax.vmap(one_chain) if vectorise_chains else \
+            (lambda keys, positions: jax.lax.map(lambda pair: one_chain(*pair), (keys, positions)))
         if devices is not None:
             if n_chains % len(devices):
                 raise ValueError(f"n_chains={n_chains} must be a multiple of the number of devices ({len(devices)}); "
@@ -216,11 +218,20 @@ def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: i
             spec = jax.sharding.PartitionSpec("chains")
             chains = jax.shard_map(chains, mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False)
         samples, step_size, imm, n_warm_div, trace = chains(jax.random.split(key, n_chains), initial_positions)
-        rhat, ess = _diagnostics(trace.position, num_samples)
         info = HMCInfo(step_size, imm, trace.acceptance_rate.mean(1), trace.is_divergent.sum(1), n_warm_div,
-                       trace.num_integration_steps.mean(1), trace.logdensity[:, -1], rhat, ess)
+                       trace.num_integration_steps.mean(1), trace.logdensity[:, -1], None, None)
         return samples, info, trace
     return sample
+
+def parallel_chain_devices(n_chains: int, platform: str = "cpu") -> list | None:
+    "The first k devices of `platform`, k the largest divisor of `n_chains` not above their number; None if k = 1."
+    check_positive("n_chains", n_chains, integer=True)
+    try:
+        available = jax.devices(platform)
+    except RuntimeError:  # no such platform in this process
+        return None
+    k = max(d for d in range(1, len(available) + 1) if n_chains % d == 0)
+    return available[:k] if k > 1 else None
 
 def _check_initial(log_density, initial_positions, data) -> None:
     leaves = jax.tree.leaves(initial_positions)
@@ -237,7 +248,8 @@ def _check_initial(log_density, initial_positions, data) -> None:
 
 def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, data=None, num_warmup: int = 1000,
                num_samples: int = 100, max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-               devices: Sequence | None = None, keep_trace: bool = False, compiled: Callable | None = None) -> HMCResult:
+               devices: Sequence | None = None, vectorise_chains: bool = True, keep_trace: bool = False,
+               compiled: Callable | None = None) -> HMCResult:
     "One adapted NUTS chain per initial position (leading axis); `logdensity_fn(params)`, or `(params, data)` with `data`."
     # `compiled`: a program from `jax.jit(hmc_sampler(...)).lower(...).compile()` to reuse (its settings then apply).
     log_density = (lambda params, _: logdensity_fn(params)) if data is None else logdensity_fn
@@ -246,12 +258,15 @@ def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, da
     if compiled is None:
         sampler = hmc_sampler(log_density, num_warmup=num_warmup, num_samples=num_samples,
                               max_num_doublings=max_num_doublings, target_acceptance_rate=target_acceptance_rate,
-                              devices=devices)
+                              devices=devices, vectorise_chains=vectorise_chains)
         compiled = jax.jit(sampler).lower(key, initial_positions, data).compile()
     compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
     samples, info, trace = jax.block_until_ready(compiled(key, initial_positions, data))
     run_seconds = time.perf_counter() - start
+    positions = jax.tree.map(jnp.asarray, jax.device_get(trace.position))  # gathered on the default device
+    rhat, ess = _diagnostics(positions, jax.tree.leaves(positions)[0].shape[1])
+    info = info._replace(rhat=rhat, ess=ess)
     return HMCResult(samples, info, trace if keep_trace else None, compile_seconds, run_seconds)
 
 # %% ../nbs/11_hmc.ipynb #33684314
@@ -284,6 +299,8 @@ def hmc_accuracy(samples, model: Model, xs, ys, likelihood: str) -> float:
     return float(np.mean(np.asarray(jnp.argmax(hmc_predict(samples, model, xs, likelihood), -1)) == np.asarray(ys)))
 
 # %% ../nbs/11_hmc.ipynb #99a86afd
+PAD_MAX_EXAMPLES = 500  # run_hmc_sequence(pad=None) pads tasks when all of them hold at most this many points
+
 class HMCTaskResult(NamedTuple):
     "The posterior sample after task `task` (1-based) and how it was obtained."
     task: int
@@ -292,16 +309,20 @@ class HMCTaskResult(NamedTuple):
 def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, precision: float = 1.0,
                      n_chains: int = 64, num_warmup: int = 1000, num_samples: int = 100, *,
                      max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-                     tasks: Sequence[int] | None = None, fold_in_task: bool = False, pad: bool = False,
-                     devices: Sequence | None = None, keep_trace: bool = False,
-                     progress: bool = True) -> list[HMCTaskResult]:
+                     tasks: Sequence[int] | None = None, fold_in_task: bool = False, pad: bool | None = None,
+                     devices: Sequence | None = None, vectorise_chains: bool = True,
+                     keep_trace: bool = False, progress: bool = True) -> list[HMCTaskResult]:
     "Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`): a list of `HMCTaskResult`."
+    # pad: zero-pad every task's data to all tasks' size, so that one program serves them all; None: pad when all
+    # tasks together have at most PAD_MAX_EXAMPLES training points (then padding costs less than compiling).
     from tqdm.auto import tqdm
     check_positive("n_chains", n_chains, integer=True)
+    if pad is None:
+        pad = sum(len(task.train) for task in sequence.tasks) <= PAD_MAX_EXAMPLES
     log_posterior = joint_log_posterior(model.apply, sequence.likelihood, precision)
     sampler = hmc_sampler(log_posterior, num_warmup=num_warmup, num_samples=num_samples,
                           max_num_doublings=max_num_doublings, target_acceptance_rate=target_acceptance_rate,
-                          devices=devices)
+                          devices=devices, vectorise_chains=vectorise_chains)
     if (model.n_outputs, tuple(model.input_shape)) != (sequence.n_outputs, tuple(sequence.input_shape)):
         raise ValueError(f"The model has {model.n_outputs} outputs for inputs {tuple(model.input_shape)} but the sequence "
                          f"needs {sequence.n_outputs} for {tuple(sequence.input_shape)}; build the model with "

@@ -1,0 +1,37 @@
+"""The parameter files that `make demo` and `make demo-sinusoid` pass to the papermill template are complete and
+valid: merged over the template's `parameters` cell they pass `bcl.experiment.validate_parameters`, so a typo in a
+YAML file fails here rather than minutes into a run."""
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "experiments"))
+RUNS = [["paper_cisplit2diris.yaml"], ["paper_disinusoid.yaml"], ["paper_disinusoid.yaml", "demo_disinusoid.yaml"]]
+
+
+def template_defaults() -> dict:
+    import papermill as pm
+    found = pm.inspect_notebook(str(ROOT / "nbs" / "20_visualisation.ipynb"))
+    return {name: ast.literal_eval(spec["default"]) for name, spec in found.items()}
+
+
+@pytest.mark.parametrize("files", RUNS, ids=["+".join(f) for f in RUNS])
+def test_parameter_files_validate(files):
+    from bcl.experiment import PARAMETER_TYPES, validate_parameters
+    from run_visualisation import load_parameters
+    defaults = template_defaults()
+    assert set(defaults) == set(PARAMETER_TYPES)  # the template and the validator know the same parameters
+    params = defaults | load_parameters([str(ROOT / "experiments" / "params" / f) for f in files])
+    checked = validate_parameters(params)
+    assert checked["sequence"] in ("cisplit2diris", "disinusoid") and "hmc" in checked["methods"]
+
+
+def test_unknown_parameter_in_a_file_is_refused(tmp_path):
+    from run_visualisation import load_parameters
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("run: x\nhmc_chain: 4\n")
+    with pytest.raises(ValueError, match=r"Unknown parameter\(s\) \['hmc_chain'\]"):
+        load_parameters([str(bad)])
