@@ -44,7 +44,7 @@ test-all: env
 
 ## The main job: the paper's visualisation figure and tables for CI Split 2D Iris with the paper's settings
 ## (papermill, nbs/20_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains), then DI Sinusoid with a
-## reduced, documented variant (experiments/params/demo_disinusoid.yaml). About 10 minutes on 2 cores.
+## reduced, documented variant (experiments/params/demo_disinusoid.yaml). About 7 minutes on 2 cores.
 demo: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml experiments/params/demo_disinusoid.yaml
