@@ -22,8 +22,8 @@ from .train import nll_sum, predict_probabilities
 # %% auto #0
 __all__ = ['PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior', 'joint_log_density', 'split_rhat',
            'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain', 'HMCInfo', 'HMCResult', 'hmc_sampler',
-           'parallel_chain_devices', 'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict',
-           'hmc_accuracy', 'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
+           'chain_device_count', 'parallel_chain_devices', 'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions',
+           'hmc_predict', 'hmc_accuracy', 'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../nbs/11_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -223,14 +223,19 @@ def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: i
         return samples, info, trace
     return sample
 
+def chain_device_count(n_chains: int, n_available: int) -> int:
+    "How many devices to shard `n_chains` over: the largest divisor of `n_chains` not above `n_available`."
+    check_positive("n_chains", n_chains, integer=True)
+    return max(d for d in range(1, max(1, min(n_chains, n_available)) + 1) if n_chains % d == 0)
+
 def parallel_chain_devices(n_chains: int, platform: str = "cpu") -> list | None:
-    "The first k devices of `platform`, k the largest divisor of `n_chains` not above their number; None if k = 1."
+    "The first `chain_device_count` devices of `platform`; None if that is one."
     check_positive("n_chains", n_chains, integer=True)
     try:
         available = jax.devices(platform)
     except RuntimeError:  # no such platform in this process
         return None
-    k = max(d for d in range(1, len(available) + 1) if n_chains % d == 0)
+    k = chain_device_count(n_chains, len(available))
     return available[:k] if k > 1 else None
 
 def _check_initial(log_density, initial_positions, data) -> None:
