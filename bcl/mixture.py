@@ -16,8 +16,9 @@ from .core import (check_positive, check_same_structure, named_keys, random_flat
 from .gaussian import Gaussian, _flat_log_density, gaussian_prior
 
 # %% auto #0
-__all__ = ['Mixture', 'check_mixture', 'mixture_weights', 'mixture_component', 'mixture_from_gaussian', 'mixture_init',
-           'mixture_prior', 'gumbel_softmax_weights', 'mixture_sample', 'mixture_log_density']
+__all__ = ['COMPONENT_NOISE', 'Mixture', 'check_mixture', 'mixture_weights', 'mixture_component', 'mixture_from_gaussian',
+           'mixture_init', 'mixture_prior', 'gumbel_softmax_weights', 'check_component_noise', 'mixture_sample',
+           'mixture_log_density']
 
 # %% ../nbs/02_mixture.ipynb #60bd43b1
 class Mixture(NamedTuple):
@@ -92,20 +93,33 @@ def gumbel_softmax_weights(key: jax.Array, logits: jax.Array, sample_size: int,
     return jax.nn.softmax((logits + gumbel) / temperature, axis=-1)
 
 # %% ../nbs/02_mixture.ipynb #7d7d3634
-def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: float = 1e-3) -> Any:
-    "`sample_size` reparameterised draws θ = Σ_k κ̃_k (μ_k + σ_k ⊙ z_k) (eq. `rt_gm`); every leaf gets a leading (S,) axis."
+COMPONENT_NOISE = ("independent", "shared")
+
+def check_component_noise(component_noise: str) -> None:
+    "`ValueError` unless `component_noise` is one of `COMPONENT_NOISE`."
+    if component_noise not in COMPONENT_NOISE:
+        raise ValueError(f"component_noise must be one of {COMPONENT_NOISE}, got {component_noise!r}.")
+
+def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: float = 1e-3,
+                   component_noise: str = "independent") -> Any:
+    """`sample_size` reparameterised draws θ = Σ_k κ̃_k (μ_k + σ_k ⊙ z_k) (eq. `rt_gm`); every leaf gets a leading (S,)
+    axis. `component_noise="shared"` uses one z for all components (same distribution when κ̃ is one-hot, K× fewer normals)."""
     n_components = check_mixture(q)
     check_positive("sample_size", sample_size, integer=True)
     check_positive("temperature", temperature)
+    check_component_noise(component_noise)
     ks = named_keys(key, "normal", "gumbel")
     mean, unravel = tree_ravel(q.mean, leading_axes=1)  # (K, P)
     rho, _ = tree_ravel(q.rho, leading_axes=1)
-    z = random_flat(jax.random.normal, ks["normal"], (sample_size, n_components, mean.shape[-1]), mean.dtype)
-    components = mean + jax.nn.softplus(rho) * z  # (S, K, P)
-    if n_components == 1:  # the weight is exactly 1
-        return unravel(components[:, 0])
+    if n_components == 1:  # the weight is exactly 1; (S, 1, P) and (S, P) draws are the same stream
+        z = random_flat(jax.random.normal, ks["normal"], (sample_size, mean.shape[-1]), mean.dtype)
+        return unravel(mean[0] + jax.nn.softplus(rho[0]) * z)
     weights = gumbel_softmax_weights(ks["gumbel"], q.logits, sample_size, temperature).astype(mean.dtype)
-    return unravel(jnp.sum(weights[:, :, None] * components, axis=1))
+    if component_noise == "shared":
+        z = random_flat(jax.random.normal, ks["normal"], (sample_size, mean.shape[-1]), mean.dtype)
+        return unravel(weights @ mean + (weights @ jax.nn.softplus(rho)) * z)  # (S, K)·(K, P) products
+    z = random_flat(jax.random.normal, ks["normal"], (sample_size, n_components, mean.shape[-1]), mean.dtype)
+    return unravel(jnp.sum(weights[:, :, None] * (mean + jax.nn.softplus(rho) * z), axis=1))  # (S, K, P) reduced
 
 # %% ../nbs/02_mixture.ipynb #6a9152b3
 def mixture_log_density(q: Mixture, theta) -> jax.Array:

@@ -15,7 +15,8 @@ import numpy as np
 from .core import tree_size
 
 # %% auto #0
-__all__ = ['MODEL_NAMES', 'DenseTail', 'ConvTail', 'ResidualBlock', 'ResNetTail', 'Identity', 'Network', 'Model', 'make_model']
+__all__ = ['CONV_IMPLS', 'MODEL_NAMES', 'DenseTail', 'PatchConv', 'ConvTail', 'ResidualBlock', 'ResNetTail', 'Identity',
+           'Network', 'Model', 'make_model']
 
 # %% ../nbs/06_models.ipynb #3767fdbe
 def _pool(x):
@@ -32,18 +33,45 @@ class DenseTail(nn.Module):
             x = nn.swish(nn.Dense(width)(x))
         return x
 
-class ConvTail(nn.Module):
-    "Conv–GN–swish for every entry of `channels` (`'pool'` entries are 2×2 average pools), flatten, Dense–swish."
-    channels: Sequence[int | str]
-    dense: int
+CONV_IMPLS = ("xla", "patches")
+
+class PatchConv(nn.Module):
+    """A stride-1 `SAME` convolution as shifted views and one matrix product (im2col); the parameters (`kernel`
+    (kh, kw, c_in, c_out), `bias`) and their initialisation are those of `nn.Conv`."""
+    features: int
+    kernel_size: tuple[int, int] = (3, 3)
 
     @nn.compact
     def __call__(self, x):
+        kh, kw = self.kernel_size
+        if kh % 2 == 0 or kw % 2 == 0:
+            raise ValueError(f"PatchConv needs odd kernel sizes (SAME padding is then symmetric), got {self.kernel_size}.")
+        c_in = x.shape[-1]
+        kernel = self.param("kernel", nn.linear.default_kernel_init, (kh, kw, c_in, self.features))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        height, width = x.shape[-3:-1]
+        padded = jnp.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+        patches = jnp.concatenate([padded[:, i:i + height, j:j + width, :] for i in range(kh) for j in range(kw)], -1)
+        return patches @ kernel.reshape(kh * kw * c_in, self.features) + bias  # patch order (kh, kw, c_in)
+
+class ConvTail(nn.Module):
+    """Conv–GN–swish for every entry of `channels` (`'pool'` entries are 2×2 average pools), flatten, Dense–swish;
+    `conv_impl` 'xla' (`nn.Conv`) or 'patches' (`PatchConv`), the same function and parameter tree."""
+    channels: Sequence[int | str]
+    dense: int
+    conv_impl: str = "xla"
+
+    @nn.compact
+    def __call__(self, x):
+        n_convs = 0
         for channels in self.channels:
             if channels == "pool":
                 x = _pool(x)
             else:
-                x = nn.swish(nn.GroupNorm(num_groups=32)(nn.Conv(channels, (3, 3))(x)))
+                name = f"Conv_{n_convs}"  # nn.Conv's automatic name, so both layouts give one parameter tree
+                conv = nn.Conv(channels, (3, 3), name=name) if self.conv_impl == "xla" else PatchConv(channels, name=name)
+                x = nn.swish(nn.GroupNorm(num_groups=32)(conv(x)))
+                n_convs += 1
         x = x.reshape((x.shape[0], -1))
         return nn.swish(nn.Dense(self.dense)(x))
 
@@ -104,13 +132,13 @@ class Model(NamedTuple):
     features: Callable  # (params, xs) -> the tail's output (n, n_features)
 
 _TAILS = {
-    "fcnn16": lambda: DenseTail((16, 16)),
-    "fcnn256": lambda: DenseTail((256, 256)),
-    "cnn_mnist": lambda: ConvTail((32, "pool", 32, "pool"), 32),
-    "cnn_mnist_pretrain": lambda: ConvTail((32, "pool", 32, "pool"), 64),
-    "cnn6": lambda: ConvTail((32, 32, "pool", 64, 64, "pool"), 64),
-    "resnet18": lambda: ResNetTail(),
-    "linear": lambda: Identity(),
+    "fcnn16": lambda conv_impl: DenseTail((16, 16)),
+    "fcnn256": lambda conv_impl: DenseTail((256, 256)),
+    "cnn_mnist": lambda conv_impl: ConvTail((32, "pool", 32, "pool"), 32, conv_impl),
+    "cnn_mnist_pretrain": lambda conv_impl: ConvTail((32, "pool", 32, "pool"), 64, conv_impl),
+    "cnn6": lambda conv_impl: ConvTail((32, 32, "pool", 64, 64, "pool"), 64, conv_impl),
+    "resnet18": lambda conv_impl: ResNetTail(),
+    "linear": lambda conv_impl: Identity(),
 }
 MODEL_NAMES = tuple(_TAILS)
 
@@ -120,17 +148,20 @@ def _check_inputs(name: str, input_shape: tuple[int, ...], xs) -> None:
                          f"{tuple(jnp.shape(xs))}; reshape the inputs or build the model with "
                          f"input_shape={tuple(jnp.shape(xs)[1:])}.")
 
-def make_model(name: str, n_outputs: int, input_shape: Sequence[int]) -> Model:
-    "The network `name` (one of `MODEL_NAMES`) with `n_outputs` logits for inputs of shape `input_shape`."
+def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl: str = "xla") -> Model:
+    """The network `name` (one of `MODEL_NAMES`) with `n_outputs` logits for inputs of shape `input_shape`;
+    `conv_impl` ('xla' or 'patches') chooses how the `cnn*` networks compute their convolutions."""
     if name not in _TAILS:
         raise ValueError(f"Unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}.")
+    if conv_impl not in CONV_IMPLS:
+        raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {conv_impl!r}.")
     if isinstance(n_outputs, bool) or not isinstance(n_outputs, (int, np.integer)) or n_outputs < 1:
         raise ValueError(f"n_outputs must be a positive integer, got {n_outputs!r}.")
     input_shape = tuple(int(d) for d in input_shape)
     if name.startswith("cnn") or name == "resnet18":
         if len(input_shape) != 3:
             raise ValueError(f"Model {name!r} needs image inputs (height, width, channels), got input_shape={input_shape}.")
-    module = Network(_TAILS[name](), int(n_outputs))
+    module = Network(_TAILS[name](conv_impl), int(n_outputs))
 
     @jax.jit  # one compiled program instead of dozens of eager operations, each compiled on first use
     def init(key):

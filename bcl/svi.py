@@ -16,8 +16,8 @@ from .core import TaskSequence, check_positive, check_same_structure, named_keys
 from .gaussian import Gaussian, diagonal_gaussian_kl, gaussian_init, gaussian_kl, gaussian_prior, gaussian_sample
 from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
 from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance
-from .mixture import Mixture, mixture_init, mixture_prior, mixture_sample
-from .models import Model
+from .mixture import Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
+from .models import Model, make_model
 from .train import (Batch, Coreset, Method, MethodState, coreset_add, coreset_draw, coreset_init, nll_sum,
                        predict_probabilities)
 
@@ -26,7 +26,7 @@ __all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'METHOD_NAMES', 'PRESETS', 'SEQ
            'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl', 'expected_nll',
            'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds', 'uniform_inducing_points',
            'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'method_name', 'svi', 'sequence_settings',
-           'svi_method', 'svi_suite']
+           'sequence_model', 'svi_method', 'svi_suite']
 
 # %% ../nbs/10_svi.ipynb #2492cdfa
 def _check_components(n_components) -> None:
@@ -49,11 +49,13 @@ def variational_prior(like, n_components: int | None = None, precision: float = 
         return gaussian_prior(like, precision)
     return mixture_prior(like, n_components, precision)
 
-def variational_sample(key: jax.Array, q: Gaussian | Mixture, sample_size: int, temperature: float = 1e-3):
+def variational_sample(key: jax.Array, q: Gaussian | Mixture, sample_size: int, temperature: float = 1e-3,
+                       component_noise: str = "independent"):
     "`sample_size` reparameterised parameter draws (eq. `rt_g` or eqs. `rt_gm_k`, `rt_gm`); leaves get a leading (S,) axis."
     if isinstance(q, Mixture):
-        return mixture_sample(key, q, sample_size, temperature)
+        return mixture_sample(key, q, sample_size, temperature, component_noise)
     check_positive("temperature", temperature)  # same contract for both families
+    check_component_noise(component_noise)
     return gaussian_sample(key, q, sample_size)
 
 def parameter_kl(q: Gaussian | Mixture, p: Gaussian | Mixture) -> jax.Array:
@@ -69,9 +71,10 @@ def expected_nll(model: Model, likelihood: str, thetas, batch: Batch) -> jax.Arr
     return jnp.mean(per_sample(thetas))
 
 def vcl_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, batch: Batch, kl_weight,
-                    sample_size: int, temperature: float = 1e-3) -> tuple[jax.Array, dict]:
+                    sample_size: int, temperature: float = 1e-3,
+                    component_noise: str = "independent") -> tuple[jax.Array, dict]:
     "Minibatch free energy of VCL: expected NLL of `batch` under `sample_size` draws of q + `kl_weight`·KL(q ‖ prior)."
-    thetas = variational_sample(key, q, sample_size, temperature)
+    thetas = variational_sample(key, q, sample_size, temperature, component_noise)
     nll = expected_nll(model, likelihood, thetas, batch)
     kl = parameter_kl(q, prior)
     return nll + kl_weight * kl, {"nll": nll, "kl": kl}
@@ -127,18 +130,19 @@ def uniform_inducing_points(key: jax.Array, n: int, low, high) -> jax.Array:
 # %% ../nbs/10_svi.ipynb #80c6e940
 def sfsvi_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, batch: Batch, inducing_xs, kl_weight,
                       sample_size: int, temperature: float = 1e-3,
-                      chunk_size: int | None = None) -> tuple[jax.Array, dict]:
+                      chunk_size: int | None = None,
+                      component_noise: str = "independent") -> tuple[jax.Array, dict]:
     "Minibatch free energy of S-FSVI: expected NLL of `batch` + `kl_weight`·KL of the linearised outputs at `inducing_xs`."
-    thetas = variational_sample(key, q, sample_size, temperature)
+    thetas = variational_sample(key, q, sample_size, temperature, component_noise)
     nll = expected_nll(model, likelihood, thetas, batch)
     kl = function_kl(model, q, prior, inducing_xs, chunk_size)
     return nll + kl_weight * kl, {"nll": nll, "kl": kl}
 
 # %% ../nbs/10_svi.ipynb #04287431
 def bma_probabilities(model: Model, likelihood: str, q, key: jax.Array, xs, sample_size: int,
-                      temperature: float = 1e-3) -> jax.Array:
+                      temperature: float = 1e-3, component_noise: str = "independent") -> jax.Array:
     "Predictive probabilities (n, C): the mean over `sample_size` draws of q of the network's probabilities."
-    thetas = variational_sample(key, q, sample_size, temperature)
+    thetas = variational_sample(key, q, sample_size, temperature, component_noise)
     probs = jax.vmap(lambda theta: predict_probabilities(model.apply(theta, xs), likelihood))(thetas)
     return probs.mean(0)
 
@@ -169,7 +173,8 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
         n_inducing: int | None = None, inducing_low=None, inducing_high=None, sample_size: int = 10,
         predict_sample_size: int = 10, precision: float = 1.0, temperature: float = 1e-3,
         coreset_prob: float = 1.0, kl_weighting: str = "code", chunk_size: int | None = None,
-        rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0) -> Method:
+        rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
+        component_noise: str = "independent") -> Method:
     """One of the eight variational methods: `space` 'parameter' (VCL) or 'function' (S-FSVI), `focus` 'prior' or
     'likelihood', `n_components` None (G) or K (GM). `hyper` needs only 'learning_rate'."""
     _check_choice("space", space, SPACES)
@@ -181,6 +186,7 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
         check_positive(name, value, integer=True)
     check_positive("precision", precision)
     check_positive("temperature", temperature)
+    check_component_noise(component_noise)
     if not 0.0 <= coreset_prob <= 1.0:
         raise ValueError(f"coreset_prob must be a probability in [0, 1], got {coreset_prob!r}.")
     functional = space == "function"
@@ -225,7 +231,7 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
             batch = _concat(batch, coreset_draw(keys["coreset"], memory.coreset, coreset_batch))
         if not functional:
             total, aux = vcl_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, kl_weight(task),
-                                         sample_size, temperature)
+                                         sample_size, temperature, component_noise)
         else:
             if focus == "prior":
                 uniform = uniform_inducing_points(keys["inducing"], coreset_batch, low, high)
@@ -240,7 +246,7 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
             else:
                 inducing = uniform_inducing_points(keys["inducing"], n_inducing, low, high)
             total, aux = sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing,
-                                           kl_weight(task), sample_size, temperature, chunk_size)
+                                           kl_weight(task), sample_size, temperature, chunk_size, component_noise)
         return total, aux
 
     def end_task(key, state, split, hyper, task):
@@ -249,7 +255,7 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
         return MethodState(state.params, SVIMemory(prior, coreset))
 
     def predict(key, q, xs):
-        return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature)
+        return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature, component_noise)
 
     return Method(name, model, likelihood, init, loss, end_task, predict, batch_size, epochs)
 
@@ -283,10 +289,10 @@ SEQUENCE_SETTINGS = {
     "displitmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
     "cisplitfashionmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
     "displitfashionmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "cisplitcifar10": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
-    "displitcifar8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
-    "cisplitham8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
-    "displitham6": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0),
+    "cisplitcifar10": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
+    "displitcifar8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
+    "cisplitham8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
+    "displitham6": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
 }
 FEATURE_SETTINGS = dict(preset="image", model="linear", inducing_low=-1.0, inducing_high=6.0)
 
@@ -297,6 +303,12 @@ def sequence_settings(name: str) -> dict:
         raise ValueError(f"No variational settings for sequence {name!r}; known: {', '.join(SEQUENCE_SETTINGS)} "
                          "(each also with the suffix _fe for the linear head on pre-trained features).")
     return dict(FEATURE_SETTINGS if name.endswith("_fe") else SEQUENCE_SETTINGS[name])
+
+def sequence_model(name: str, sequence: TaskSequence) -> Model:
+    "The network of `sequence_settings(name)` for `sequence`: one output for a sigmoid likelihood, else one per class."
+    cfg = sequence_settings(name)
+    n_outputs = 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs
+    return make_model(cfg["model"], n_outputs, sequence.input_shape, conv_impl=cfg.get("conv_impl", "xla"))
 
 def svi_method(name: str, model: Model, likelihood: str, *, n_components: int = 3, **settings) -> Method:
     "The method called `name` (one of `METHOD_NAMES`, case-insensitive); GM methods get `n_components` (3)."

@@ -10,8 +10,11 @@
    task (HLO lines and fusions, a machine-independent measure of compile cost) and of the prediction program, with
    their lowering and compile times (which depend on the machine's load).
 
+`--component-noise shared` runs the GM methods with one normal per sample and parameter instead of one per
+component (`bcl.mixture.mixture_sample`); every line records the choice.
+
 Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--compile-size] [--n 640] [--epochs 3] [--repeats 3]
-       [--models linear fcnn256] [--methods P-G-VCL ...]
+       [--models linear fcnn256] [--methods P-G-VCL ...] [--component-noise independent|shared]
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ def task_run_time(method, sequence, learning_rate, repeats=3):
     return compile_s, best
 
 
-def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, methods=None):
+def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, methods=None, component_noise="independent"):
     rng = np.random.default_rng(0)
     xs = rng.uniform(low, high, size=(n, *input_shape)).astype(np.float32)
     split = Split(xs, rng.integers(0, 10, n).astype(np.int32))
@@ -62,7 +65,7 @@ def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, method
                             tuple(input_shape), (None, None))
     model = make_model(model_name, 10, input_shape)
     suite = svi_suite(model, "softmax", "image", inducing_low=low, inducing_high=high, epochs=epochs,
-                      names=methods or METHOD_NAMES)
+                      names=methods or METHOD_NAMES, component_noise=component_noise)
     baselines = {}
     for name, (method, hyper) in suite.items():
         batch = method.batch_size
@@ -75,10 +78,11 @@ def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, method
                           "steps": steps, "s_per_step": round(run_s / steps, 7),
                           "finetuning_s_per_step": round(baselines[batch] / steps, 7),
                           "ratio_to_finetuning": round(run_s / baselines[batch], 2),
-                          "compile_s": round(compile_s, 2), "device": jax.devices()[0].platform}), flush=True)
+                          "compile_s": round(compile_s, 2), "component_noise": component_noise,
+                          "device": jax.devices()[0].platform}), flush=True)
 
 
-def iris_total():
+def iris_total(component_noise="independent"):
     iris = load_sequence("cisplit2diris")
     cfg = SEQUENCE_SETTINGS["cisplit2diris"]
     model = make_model(cfg["model"], iris.n_outputs, iris.input_shape)
@@ -87,7 +91,8 @@ def iris_total():
     per_method = {}
     start = time.perf_counter()
     for name, (method, hyper) in svi_suite(model, iris.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
-                                           inducing_high=cfg["inducing_high"]).items():
+                                           inducing_high=cfg["inducing_high"],
+                                           component_noise=component_noise).items():
         t = time.perf_counter()
         result = train_sequence(method, iris, hyper, [0], progress=False)
         per_method[name] = {"wall_s": round(time.perf_counter() - t, 2),
@@ -99,7 +104,8 @@ def iris_total():
     print(json.dumps({"benchmark": "iris_total", "sequence": "cisplit2diris", "seeds": 1, "methods": len(per_method),
                       "wall_s": round(wall, 2), "compile_s": round(totals["compile_s"], 2),
                       "run_s": round(totals["run_s"], 2), "other_s": round(wall - sum(totals.values()), 2),
-                      "per_method": per_method, "device": jax.devices()[0].platform}), flush=True)
+                      "per_method": per_method, "component_noise": component_noise,
+                      "device": jax.devices()[0].platform}), flush=True)
 
 
 def _compile_stats(fn, *args):
@@ -142,16 +148,19 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--models", nargs="*", default=["linear", "fcnn256"])
     parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
+    parser.add_argument("--component-noise", choices=["independent", "shared"], default="independent")
     args = parser.parse_args()
     if args.compile_size:
         compile_size(args.methods)
     if not args.skip_iris:
-        iris_total()
+        iris_total(args.component_noise)
     if not args.skip_steps:
         if "linear" in args.models:
-            step_ratios("linear", (64,), args.n, args.epochs, -1.0, 6.0, args.repeats, args.methods)
+            step_ratios("linear", (64,), args.n, args.epochs, -1.0, 6.0, args.repeats, args.methods,
+                        args.component_noise)
         if "fcnn256" in args.models:
-            step_ratios("fcnn256", (28, 28, 1), args.n, args.epochs, 0.0, 1.0, args.repeats, args.methods)
+            step_ratios("fcnn256", (28, 28, 1), args.n, args.epochs, 0.0, 1.0, args.repeats, args.methods,
+                        args.component_noise)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Final average test accuracy of the eight variational methods with the paper's hyperparameters.
 
 Usage: python experiments/svi_results.py [SEQUENCE ...] [--seeds N] [--methods NAME ...] [--progress]
-                                        [--pretraining TASK] [--pretrain-epochs E]
+                                        [--pretraining TASK] [--pretrain-epochs E] [--component-noise shared]
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
 pre-trained extractor (default pre-training task `fashionmnist`, cached under data/features), learned with a linear
@@ -10,11 +10,20 @@ head, the image preset and uniform inducing inputs in [-1, 6] per feature (notes
 Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.svi.sequence_settings`
 (preset, model, inducing-point bounds) and `bcl.svi.PRESETS` (notes §17a/§17b). Prints a markdown table (mean ± std
 over seeds, ×100, with the authors' single-seed numbers of notes §19) and writes results/svi/<sequence>.json
-(summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric).
+(summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric). Methods run again replace their
+earlier entries in both files (same seeds required); the other methods' entries are kept, so a sequence can be
+completed method by method. Each method checkpoints after every task (results/svi/checkpoints/): a run that was
+killed resumes from its last finished task; the checkpoint is deleted once the method's numbers are saved.
+
+`--component-noise shared` draws one normal per sample and parameter for the GM methods instead of one per component
+(`bcl.mixture.mixture_sample`; same distribution when the Gumbel-softmax weights are one-hot, about six times
+cheaper per step on the 256-256 FCNN). Those runs are written to results/svi/<sequence>_shared_noise.json (and
+_table), next to the default runs, and the choice is recorded per method in the summary.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -27,9 +36,8 @@ import pandas as pd
 
 from bcl.core import atomic_write_json, results_dir
 from bcl.features import pretraining_settings
-from bcl.models import make_model
 from bcl.sequence import final_average_accuracy, result_table, save_table, train_sequence
-from bcl.svi import METHOD_NAMES, PRESETS, sequence_settings, svi_suite
+from bcl.svi import METHOD_NAMES, PRESETS, sequence_model, sequence_settings, svi_suite
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, seed_summary
 
@@ -41,28 +49,53 @@ AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
 }
 
 
-def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None) -> dict:
+def _merge_previous(path: Path, seeds: list[int], summary: dict, table: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
+    "Keep the entries of methods not run now from an earlier run with the same seeds."
+    json_path, table_path = path.with_suffix(".json"), path.parent / f"{path.stem}_table.json"
+    if not json_path.exists():
+        return summary, table
+    previous = json.loads(json_path.read_text())
+    if previous.get("seeds") != seeds:
+        print(f"{json_path}: earlier run used seeds {previous.get('seeds')}, not {seeds}; it is replaced.", flush=True)
+        return summary, table
+    kept = {m: v for m, v in previous["methods"].items() if m not in summary}
+    if table_path.exists() and kept:
+        old = pd.read_json(table_path, orient="records")
+        table = pd.concat([old[old["method"].isin(list(kept))], table], ignore_index=True)
+    return kept | summary, table
+
+
+def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None,
+        component_noise: str = "independent") -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
     cfg = sequence_settings(name)  # _fe: linear head, image preset, inducing points in [-1, 6] (notes §17b)
-    model = make_model(cfg["model"], 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
-                       sequence.input_shape)
+    model = sequence_model(name, sequence)
     suite = svi_suite(model, sequence.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
-                      inducing_high=cfg["inducing_high"], names=methods)
+                      inducing_high=cfg["inducing_high"], names=methods, component_noise=component_noise)
     summary, tables = {}, []
+    folder = results_dir() / "svi"
+    stem = name if component_noise == "independent" else f"{name}_{component_noise}_noise"
+
+    def save():  # after every method, so an interrupted run keeps the methods it finished
+        merged, table = _merge_previous(folder / stem, seeds, summary, pd.concat(tables, ignore_index=True))
+        save_table(table, folder / f"{stem}_table")
+        atomic_write_json(folder / f"{stem}.json", {"sequence": name, "seeds": seeds, "settings": {
+            k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "device": jax.devices()[0].platform,
+            "methods": merged, **pretraining_record(name, pretraining)})
+
     for method_name, (method, hyper) in suite.items():
         start = time.perf_counter()
-        result = train_sequence(method, sequence, hyper, seeds, progress=progress)
+        checkpoint = folder / "checkpoints" / f"{stem}_{method_name}.ckpt"  # per task: a killed run resumes
+        result = train_sequence(method, sequence, hyper, seeds, progress=progress, checkpoint=checkpoint)
         test = final_average_accuracy(result.metrics["test/accuracy"])[0] * 100  # one configuration
         summary[method_name] = {**seed_summary(test), "settings": PRESETS[cfg["preset"]][method_name],
+                                "component_noise": component_noise if "-GM-" in method_name else None,
                                 "wall_s": time.perf_counter() - start, **result.timings}
         tables.append(result_table(result, np.zeros(len(seeds), int)))
         print(f"{name} {method_name}: {test.mean():.2f} ± {summary[method_name]['std']:.2f} "
               f"({summary[method_name]['wall_s']:.1f} s, compile {result.timings['compile_s']:.1f} s)", flush=True)
-    folder = results_dir() / "svi"
-    save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
-    atomic_write_json(folder / f"{name}.json", {"sequence": name, "seeds": seeds, "settings": {
-        k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "device": jax.devices()[0].platform,
-        "methods": summary, **pretraining_record(name, pretraining)})
+        save()
+        checkpoint.unlink(missing_ok=True)  # the method's numbers are saved; a new run starts it afresh
     return summary
 
 
@@ -74,11 +107,14 @@ def main():
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--pretraining", default="fashionmnist", help="pre-training task of the _fe sequences")
     parser.add_argument("--pretrain-epochs", type=int, default=None, help="override the preset's 20 epochs")
+    parser.add_argument("--component-noise", choices=["independent", "shared"], default="independent",
+                        help="GM sampling: one normal per component (authors) or one shared by the components")
     args = parser.parse_args()
     changes = {} if args.pretrain_epochs is None else {"epochs": args.pretrain_epochs}
     pretraining = pretraining_settings(args.pretraining, **changes)
     seeds = list(range(args.seeds))
-    rows = {name: run(name, seeds, args.methods, args.progress, pretraining) for name in args.sequences}
+    rows = {name: run(name, seeds, args.methods, args.progress, pretraining, args.component_noise)
+            for name in args.sequences}
     print_accuracy_table(rows, args.methods, AUTHORS, len(seeds))
 
 

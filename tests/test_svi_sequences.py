@@ -9,8 +9,9 @@ points per split, and every method of `bcl.svi.svi_suite` is trained for one epo
 finite losses, probabilities that are finite and sum to one, and accuracies in [0, 1].
 
 These compile 8 programs per sequence, so they run only with `BCL_TEST_FLAGS=slow` (`make test-all`). The four
-sequences of the 6-layer CNN (CIFAR, HAM) also need the flag `gpu`: on a 2-core CPU the first of them did not finish
-within 15 minutes.
+sequences of the 6-layer CNN (CIFAR, HAM) take several minutes each on a 2-core CPU (Split CIFAR-10: 13 min with
+other jobs running), with the convolutions computed as patches (`bcl.svi.sequence_model`); with `nn.Conv` the first
+of them did not finish within 15 minutes.
 """
 import os
 from pathlib import Path
@@ -20,8 +21,6 @@ import pytest
 
 FLAGS = os.environ.get("BCL_TEST_FLAGS", "").replace(",", " ").split()
 pytestmark = pytest.mark.skipif("slow" not in FLAGS, reason="slow: set BCL_TEST_FLAGS=slow (make test-all)")
-CNN_SEQUENCES = ("cisplitcifar10", "displitcifar8", "cisplitham8", "displitham6")  # the 6-layer CNN
-
 CONTINUAL = ("cisplit2diris", "disinusoid", "cisplitmnist", "displitmnist", "cisplitmnist5k", "displitmnist5k",
              "cisplitfashionmnist", "displitfashionmnist", "cisplitcifar10", "displitcifar8", "cisplitham8",
              "displitham6")
@@ -89,16 +88,12 @@ def shrink(sequence, n_tasks: int = 2, points: int = POINTS):
 
 @pytest.mark.parametrize("name", CONTINUAL + tuple(FEATURES))
 def test_every_method_trains_and_predicts(name, tmp_path):
-    from bcl.models import make_model
     from bcl.sequence import train_sequence
-    from bcl.svi import METHOD_NAMES, sequence_settings, svi_suite
-    if name in CNN_SEQUENCES and "gpu" not in FLAGS:
-        pytest.skip("6-layer CNN: set BCL_TEST_FLAGS='slow gpu' (too slow on a CPU)")
+    from bcl.svi import METHOD_NAMES, sequence_model, sequence_settings, svi_suite
     sequence = synthetic_feature_sequence(name, FEATURES[name]) if name in FEATURES else \
         shrink(real_or_mock_sequence(name, tmp_path))
     settings = sequence_settings(name)
-    model = make_model(settings["model"], 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
-                       sequence.input_shape)
+    model = sequence_model(name, sequence)
     smallest = min(len(task.train.ys) for task in sequence.tasks)
     suite = svi_suite(model, sequence.likelihood, settings["preset"], inducing_low=settings["inducing_low"],
                       inducing_high=settings["inducing_high"], epochs=1, batch_size=4, coreset_batch=4,
