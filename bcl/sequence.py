@@ -24,9 +24,9 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batch
                        vmap_program, TaskInfo)
 
 # %% auto #0
-__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'SPLITS', 'METRICS', 'SUMMARIES', 'accuracy', 'mean_nll',
-           'expected_calibration_error', 'final_average_accuracy', 'average_forgetting', 'backward_transfer',
-           'hyper_grid', 'hyper_configs', 'check_sequence', 'save_checkpoint', 'load_checkpoint',
+__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'SPLITS', 'METRICS', 'SUMMARIES', 'accuracy',
+           'mean_nll', 'expected_calibration_error', 'final_average_accuracy', 'average_forgetting',
+           'backward_transfer', 'hyper_grid', 'hyper_configs', 'check_sequence', 'save_checkpoint', 'load_checkpoint',
            'fast_compile_options', 'SequenceResult', 'train_sequence', 'select_by_validation', 'result_table',
            'save_table']
 
@@ -183,13 +183,16 @@ class _Programs:
 PROGRAMS = _Programs()
 
 FAST_COMPILE_MAX_PARAMETERS = 20_000
+FAST_COMPILE_MAX_WORK = 100_000  # parameters × draws per step
 
-def fast_compile_options(n_parameters: int, fast_compile: bool | None = None) -> dict:
-    """XLA options for a program of a network with `n_parameters`: on CPU, small networks (at most
-    `FAST_COMPILE_MAX_PARAMETERS`; or whenever `fast_compile=True`) skip LLVM's optimisations, which take most of
-    the wall time of small experiments; `fast_compile=False` never does."""
+def fast_compile_options(n_parameters: int, fast_compile: bool | None = None, draws_per_step: int = 1) -> dict:
+    """XLA options for a program of a method with `n_parameters` (per seed) and `draws_per_step` parameter draws: on
+    CPU, small programs (at most `FAST_COMPILE_MAX_PARAMETERS` parameters and `FAST_COMPILE_MAX_WORK` parameters ×
+    draws; or whenever `fast_compile=True`) skip LLVM's optimisations, which take most of the wall time of small
+    experiments; `fast_compile=False` never does."""
     if fast_compile is None:
-        fast_compile = jax.default_backend() == "cpu" and n_parameters <= FAST_COMPILE_MAX_PARAMETERS
+        fast_compile = (jax.default_backend() == "cpu" and n_parameters <= FAST_COMPILE_MAX_PARAMETERS
+                        and n_parameters * draws_per_step <= FAST_COMPILE_MAX_WORK)
     return {"xla_backend_optimization_level": 0} if fast_compile else {}
 
 # %% ../nbs/07a_sequence.ipynb #1f9f6536
@@ -290,7 +293,8 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
     init_keys = jax.vmap(lambda k: named_keys(k, "init")["init"])(seed_keys)
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
-    options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile)  # per configuration and seed
+    options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile,  # per configuration and seed
+                                   method.draws_per_step)
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.epochs), np.nan)
     fingerprint = _fingerprint(method, sequence, hyper, seeds)

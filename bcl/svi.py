@@ -257,7 +257,8 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
     def predict(key, q, xs):
         return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature, component_noise)
 
-    return Method(name, model, likelihood, init, loss, end_task, predict, batch_size, epochs)
+    return Method(name, model, likelihood, init, loss, end_task, predict, batch_size, epochs,
+                  draws_per_step=max(sample_size, predict_sample_size))
 
 # %% ../nbs/10_svi.ipynb #0bb3123b
 METHOD_NAMES = ("P-G-VCL", "L-G-VCL", "P-GM-VCL", "L-GM-VCL", "P-G-SFSVI", "L-G-SFSVI", "P-GM-SFSVI", "L-GM-SFSVI")
