@@ -5,6 +5,7 @@
 # %% ../nbs/00_core.ipynb #adf45b76
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -167,8 +168,14 @@ def _stable_hash(name: str) -> int:
     return value
 
 # %% ../nbs/00_core.ipynb #94c0474f
+@functools.cache  # read once: os.umask can only be read by setting it, which is not thread-safe
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    "Write `data` to `path` atomically (temporary file in the same folder, fsync, rename)."
+    "Write `data` to `path` atomically (temporary file in the same folder, fsync, rename), with the default mode."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -177,6 +184,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
