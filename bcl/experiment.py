@@ -18,7 +18,7 @@ import numpy as np
 
 from .core import TaskSequence, atomic_write_bytes, atomic_write_json, named_keys
 from .models import make_model
-from .train import Method
+from .train import Method, output_units
 
 # %% auto #0
 __all__ = ['MAP_METHODS', 'SVI_METHODS', 'METHOD_NAMES', 'METHOD_LABELS', 'PRESETS', 'HMC_PAPER', 'AUTHORS_FINAL_ACCURACY',
@@ -67,7 +67,7 @@ def check_method_names(names: Sequence[str]) -> list[str]:
     return lower
 
 def _paper_model(sequence: TaskSequence, model_name: str):
-    return make_model(model_name, 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs, sequence.input_shape)
+    return make_model(model_name, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape)
 
 def build_method(name: str, sequence: TaskSequence, preset: str = "paper", *, epochs: int | None = None,
                  hmc: dict | None = None) -> MethodSpec:

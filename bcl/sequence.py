@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
-from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, task_split,
+from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, output_units, task_split,
                        vmap_program, TaskInfo)
 
 # %% auto #0
@@ -106,7 +106,7 @@ def check_sequence(method: Method, sequence: TaskSequence) -> None:
         raise ValueError(f"Method {method.name!r} uses the {method.likelihood!r} likelihood but sequence "
                          f"{sequence.name!r} needs {sequence.likelihood!r}.")
     n_classes = 2 if sequence.likelihood == "sigmoid" else model.n_outputs
-    expected_outputs = 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs
+    expected_outputs = output_units(sequence.likelihood, sequence.n_outputs)
     if model.n_outputs != expected_outputs:
         raise ValueError(f"Model {model.name!r} has {model.n_outputs} outputs but sequence {sequence.name!r} needs "
                          f"{expected_outputs}.")

@@ -19,7 +19,7 @@ from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_outp
 from .mixture import Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
 from .models import Model, make_model
 from .train import (Batch, Coreset, Method, MethodState, coreset_add, coreset_draw, coreset_init, nll_sum,
-                       predict_probabilities)
+                       output_units, predict_probabilities)
 
 # %% auto #0
 __all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'METHOD_NAMES', 'PRESETS', 'SEQUENCE_SETTINGS', 'FEATURE_SETTINGS',
@@ -308,8 +308,8 @@ def sequence_settings(name: str) -> dict:
 def sequence_model(name: str, sequence: TaskSequence) -> Model:
     "The network of `sequence_settings(name)` for `sequence`: one output for a sigmoid likelihood, else one per class."
     cfg = sequence_settings(name)
-    n_outputs = 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs
-    return make_model(cfg["model"], n_outputs, sequence.input_shape, conv_impl=cfg.get("conv_impl", "xla"))
+    return make_model(cfg["model"], output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
+                      conv_impl=cfg.get("conv_impl", "xla"))
 
 def svi_method(name: str, model: Model, likelihood: str, *, n_components: int = 3, **settings) -> Method:
     "The method called `name` (one of `METHOD_NAMES`, case-insensitive); GM methods get `n_components` (3)."

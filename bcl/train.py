@@ -18,9 +18,10 @@ from .core import Split, TaskSequence, check_positive, named_keys, tree_sum
 from .models import Model
 
 # %% auto #0
-__all__ = ['LIKELIHOODS', 'class_logits', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule', 'onecycle_adam',
-           'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split', 'sample_without_replacement',
-           'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'make_task_program', 'vmap_program']
+__all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule',
+           'onecycle_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split',
+           'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'make_task_program',
+           'vmap_program']
 
 # %% ../nbs/07_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -34,6 +35,12 @@ def class_logits(logits: jax.Array, likelihood: str) -> jax.Array:
             raise ValueError(f"The sigmoid likelihood needs one output unit, got logits of shape {logits.shape}.")
         return jnp.concatenate([jnp.zeros_like(logits), logits], axis=-1)
     raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS}.")
+
+def output_units(likelihood: str, n_classes: int) -> int:
+    "Output units the network needs for `n_classes` classes: one for `'sigmoid'`, `n_classes` for `'softmax'`."
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS}.")
+    return 1 if likelihood == "sigmoid" else int(n_classes)
 
 def predict_probabilities(logits: jax.Array, likelihood: str) -> jax.Array:
     "Predictive probabilities (n, C) from logits (n, n_outputs); C = 2 for `'sigmoid'`."

@@ -26,6 +26,7 @@ from bcl.core import atomic_write_json, results_dir
 from bcl.features import pretraining_settings
 from bcl.map import PAPER_SETTINGS, map_suite
 from bcl.models import make_model
+from bcl.train import output_units
 from bcl.sequence import (final_average_accuracy, hyper_configs, result_table, save_table, select_by_validation,
                           train_sequence)
 import pandas as pd
@@ -42,7 +43,7 @@ FE_SETTINGS = dict(model="linear", learning_rate=0.01, batch_size=64, er_batch=3
 def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretraining=None) -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
     settings = dict(FE_SETTINGS if name.endswith("_fe") else PAPER_SETTINGS[name])
-    model = make_model(settings.pop("model"), 1 if sequence.likelihood == "sigmoid" else sequence.n_outputs,
+    model = make_model(settings.pop("model"), output_units(sequence.likelihood, sequence.n_outputs),
                        sequence.input_shape)
     suite = map_suite(model, sequence.likelihood, importance_sign=importance_sign, **settings)
     summary, tables = {}, []
