@@ -93,7 +93,7 @@ def gumbel_softmax_weights(key: jax.Array, logits: jax.Array, sample_size: int,
     return jax.nn.softmax((logits + gumbel) / temperature, axis=-1)
 
 # %% ../nbs/02_mixture.ipynb #7d7d3634
-COMPONENT_NOISE = ("independent", "shared")
+COMPONENT_NOISE = ("independent", "collapsed", "shared")
 
 def check_component_noise(component_noise: str) -> None:
     "`ValueError` unless `component_noise` is one of `COMPONENT_NOISE`."
@@ -103,7 +103,8 @@ def check_component_noise(component_noise: str) -> None:
 def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: float = 1e-3,
                    component_noise: str = "independent") -> Any:
     """`sample_size` reparameterised draws θ = Σ_k κ̃_k (μ_k + σ_k ⊙ z_k) (eq. `rt_gm`); every leaf gets a leading (S,)
-    axis. `component_noise="shared"` uses one z for all components (same distribution when κ̃ is one-hot, K× fewer normals)."""
+    axis. `"collapsed"`: the same law from one z per sample, scaled by (Σ_k κ̃_k² σ_k²)^½; `"shared"`: scaled by
+    Σ_k κ̃_k σ_k (the same law only where κ̃ is one-hot)."""
     n_components = check_mixture(q)
     check_positive("sample_size", sample_size, integer=True)
     check_positive("temperature", temperature)
@@ -115,9 +116,14 @@ def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: fl
         z = random_flat(jax.random.normal, ks["normal"], (sample_size, mean.shape[-1]), mean.dtype)
         return unravel(mean[0] + jax.nn.softplus(rho[0]) * z)
     weights = gumbel_softmax_weights(ks["gumbel"], q.logits, sample_size, temperature).astype(mean.dtype)
-    if component_noise == "shared":
+    if component_noise != "independent":  # one normal per sample and parameter, (S, K)·(K, P) products
         z = random_flat(jax.random.normal, ks["normal"], (sample_size, mean.shape[-1]), mean.dtype)
-        return unravel(weights @ mean + (weights @ jax.nn.softplus(rho)) * z)  # (S, K)·(K, P) products
+        std = jax.nn.softplus(rho)
+        if component_noise == "collapsed":  # Σ_k κ̃_k² σ_k² ≥ min_k σ_k² / K > 0: the square root is smooth
+            scale = jnp.sqrt(jnp.square(weights) @ jnp.square(std))
+        else:
+            scale = weights @ std
+        return unravel(weights @ mean + scale * z)
     z = random_flat(jax.random.normal, ks["normal"], (sample_size, n_components, mean.shape[-1]), mean.dtype)
     return unravel(jnp.sum(weights[:, :, None] * (mean + jax.nn.softplus(rho) * z), axis=1))  # (S, K, P) reduced
 

@@ -11,11 +11,12 @@
    task (HLO lines and fusions, a machine-independent measure of compile cost) and of the prediction program, with
    their lowering and compile times (which depend on the machine's load).
 
-`--component-noise shared` runs the GM methods with one normal per sample and parameter instead of one per
-component (`bcl.mixture.mixture_sample`); every line records the choice.
+`--component-noise collapsed` (the same law of samples as the default) or `shared` runs the GM methods with one
+normal per sample and parameter instead of one per component (`bcl.mixture.mixture_sample`); every line records
+the choice.
 
 Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--compile-size] [--n 640] [--epochs 3] [--repeats 3]
-       [--models linear fcnn256] [--methods P-G-VCL ...] [--component-noise independent|shared]
+       [--models linear fcnn256] [--methods P-G-VCL ...] [--component-noise independent|collapsed|shared]
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ import numpy as np
 from bcl.core import Split, Task, TaskSequence
 from bcl.data import load_sequence
 from bcl.map import finetuning
+from bcl.mixture import COMPONENT_NOISE
 from bcl.models import make_model
 from bcl.sequence import PROGRAMS, final_average_accuracy, train_sequence
 from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
@@ -155,7 +157,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--models", nargs="*", default=["linear", "fcnn256"])
     parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
-    parser.add_argument("--component-noise", choices=["independent", "shared"], default="independent")
+    parser.add_argument("--component-noise", choices=list(COMPONENT_NOISE), default="independent")
     parser.add_argument("--workers", type=int, default=1, help="methods trained at once on Iris (threads)")
     args = parser.parse_args()
     if args.compile_size:
