@@ -119,8 +119,8 @@ def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: fl
     if component_noise != "independent":  # one normal per sample and parameter, (S, K)·(K, P) products
         z = random_flat(jax.random.normal, ks["normal"], (sample_size, mean.shape[-1]), mean.dtype)
         std = jax.nn.softplus(rho)
-        if component_noise == "collapsed":  # Σ_k κ̃_k² σ_k² ≥ min_k σ_k² / K > 0: the square root is smooth
-            scale = jnp.sqrt(jnp.square(weights) @ jnp.square(std))
+        if component_noise == "collapsed":  # floored so that σ² underflowing to 0 (ρ < -52) gives no infinite gradient
+            scale = jnp.sqrt(jnp.maximum(jnp.square(weights) @ jnp.square(std), jnp.finfo(std.dtype).tiny))
         else:
             scale = weights @ std
         return unravel(weights @ mean + scale * z)

@@ -19,7 +19,7 @@ killed resumes from its last finished task; the checkpoint is deleted once the m
 `--component-noise collapsed` draws one normal per sample and parameter for the GM methods instead of one per
 component and scales it by (Σ_k κ̃_k² σ_k²)^½ (`bcl.mixture.mixture_sample`): given the Gumbel-softmax weights that is
 the same Gaussian as the authors' weighted sum of K independent draws, so the samples and the loss have the same law,
-at about a third of the cost per step on the 256-256 FCNN. `shared` (scale Σ_k κ̃_k σ_k, the same law only where the
+5–7.6 times cheaper per step on the 256-256 FCNN. `shared` (scale Σ_k κ̃_k σ_k, the same law only where the
 weights are one-hot) is kept to reproduce earlier runs. Such runs are written to
 results/svi/<sequence>_<choice>_noise.json (and _table), next to the default runs, and the choice is recorded per
 method in the summary.
