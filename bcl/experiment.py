@@ -18,34 +18,19 @@ import numpy as np
 
 from .core import TaskSequence, atomic_write_bytes, atomic_write_json, named_keys
 from .models import make_model
+from .paper import (AUTHORS_CODE_ACCURACY, HMC_SETTINGS, MAP_METHODS, METHOD_LABELS, METHOD_NAMES, map_settings,
+                       method_name, method_names, sequence_setup)
 from .train import Method, output_units
 
 # %% auto #0
-__all__ = ['MAP_METHODS', 'SVI_METHODS', 'METHOD_NAMES', 'METHOD_LABELS', 'PRESETS', 'HMC_PAPER', 'AUTHORS_FINAL_ACCURACY',
-           'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'PARAMETER_TYPES', 'CLASS_COLOURS', 'MethodSpec',
-           'check_method_names', 'build_method', 'plot_grid', 'total_variation', 'kl_divergence', 'grid_distances',
-           'MethodRun', 'run_method', 'safe_run', 'check_parameter_names', 'validate_parameters', 'json_ready',
-           'write_numbers', 'read_numbers', 'draw_visualisation', 'draw_distances', 'summary_rows', 'distance_rows',
-           'hmc_rows', 'markdown_table', 'write_report']
+__all__ = ['SETTINGS_CHOICES', 'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'PARAMETER_TYPES', 'CLASS_COLOURS',
+           'MethodSpec', 'build_method', 'plot_grid', 'total_variation', 'kl_divergence', 'grid_distances', 'MethodRun',
+           'run_method', 'safe_run', 'check_parameter_names', 'validate_parameters', 'json_ready', 'write_numbers',
+           'read_numbers', 'draw_visualisation', 'draw_distances', 'summary_rows', 'distance_rows', 'hmc_rows',
+           'markdown_table', 'write_report']
 
 # %% ../nbs/12_experiment.ipynb #57fb71a7
-MAP_METHODS = ("joint", "finetuning", "ewc", "si", "er")
-SVI_METHODS = ("p-g-vcl", "l-g-vcl", "p-gm-vcl", "l-gm-vcl", "p-g-sfsvi", "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi")
-METHOD_NAMES = MAP_METHODS + SVI_METHODS + ("hmc",)
-METHOD_LABELS = {"joint": "Joint MAP", "finetuning": "Fine-tuning", "ewc": "EWC", "si": "SI", "er": "ER*",
-                 **{name: name.upper() + ("*" if name.startswith("l-") or "sfsvi" in name else "")
-                    for name in SVI_METHODS}, "hmc": "Joint HMC-NUTS"}
-PRESETS = ("paper",)
-HMC_PAPER = dict(n_chains=64, num_warmup=1000, num_samples=100)
-# notes §19: the authors' code, one seed (1337), final average test accuracy ×100
-AUTHORS_FINAL_ACCURACY = {
-    "cisplit2diris": {"joint": 93.33, "finetuning": 33.33, "ewc": 33.33, "si": 63.33, "er": 93.33,
-                      "p-g-vcl": 33.33, "l-g-vcl": 66.67, "p-gm-vcl": 33.33, "l-gm-vcl": 66.67, "p-g-sfsvi": 66.67,
-                      "l-g-sfsvi": 66.67, "p-gm-sfsvi": 100.0, "l-gm-sfsvi": 93.33, "hmc": 93.33},
-    "disinusoid": {"joint": 99.10, "finetuning": 60.90, "ewc": 66.10, "si": 65.10, "er": 98.70,
-                   "p-g-vcl": 69.90, "l-g-vcl": 92.40, "p-gm-vcl": 76.70, "l-gm-vcl": 67.70, "p-g-sfsvi": 96.70,
-                   "l-g-sfsvi": 98.60, "p-gm-sfsvi": 98.80, "l-gm-sfsvi": 98.60, "hmc": 99.30},
-}
+SETTINGS_CHOICES = ("paper",)  # the `preset` parameter of the visualisation: the paper's settings
 
 class MethodSpec(NamedTuple):
     "A method ready to run: an engine `Method` with its `hyper` grid, or (for `hmc`) `run_hmc_sequence` settings."
@@ -54,49 +39,29 @@ class MethodSpec(NamedTuple):
     hyper: dict | None
     hmc: dict | None
 
-def check_method_names(names: Sequence[str]) -> list[str]:
-    "The names in lower case; `ValueError` listing the valid names for an unknown one, or for duplicates."
-    if isinstance(names, str) or not isinstance(names, (list, tuple)) or not names:
-        raise ValueError(f"methods must be a non-empty list of names, got {names!r}. Valid names: {', '.join(METHOD_NAMES)}.")
-    lower = [str(n).lower() for n in names]
-    unknown = [n for n in names if str(n).lower() not in METHOD_NAMES]
-    if unknown:
-        raise ValueError(f"Unknown method name(s) {unknown}. Valid names: {', '.join(METHOD_NAMES)}.")
-    if len(set(lower)) != len(lower):
-        raise ValueError(f"Method names repeat in {list(names)}; list each method once.")
-    return lower
 
 def _paper_model(sequence: TaskSequence, model_name: str):
     return make_model(model_name, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape)
 
 def build_method(name: str, sequence: TaskSequence, preset: str = "paper", *, epochs: int | None = None,
                  hmc: dict | None = None) -> MethodSpec:
-    "The method `name` (one of `METHOD_NAMES`) for `sequence` with the `preset` settings; `epochs` overrides epochs."
-    from bcl.map import PAPER_SETTINGS, map_suite
-    (name,) = check_method_names([name])
-    if preset not in PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}; choose one of {PRESETS}.")
+    "The method `name` (any of `bcl.paper.METHOD_NAMES`, any letter case) for `sequence`; `epochs` overrides epochs."
+    from bcl.map import map_suite
+    from bcl.svi import svi_suite
+    name = method_name(name)
+    if preset not in SETTINGS_CHOICES:
+        raise ValueError(f"Unknown preset {preset!r}; choose one of {SETTINGS_CHOICES}.")
     if name == "hmc":
-        settings = dict(HMC_PAPER) | dict(hmc or {})
-        return MethodSpec(name, None, None, settings)
-    if name in MAP_METHODS:
-        if sequence.name not in PAPER_SETTINGS:
-            raise ValueError(f"No paper settings for sequence {sequence.name!r}; known: {sorted(PAPER_SETTINGS)}.")
-        settings = dict(PAPER_SETTINGS[sequence.name])
-        model = _paper_model(sequence, settings.pop("model"))
-        if epochs is not None:
-            settings["epochs"] = epochs
-        method, hyper = map_suite(model, sequence.likelihood, **settings)[name]
-        return MethodSpec(name, method, hyper, None)
-    from bcl.svi import SEQUENCE_SETTINGS, svi_suite
-    if sequence.name not in SEQUENCE_SETTINGS:
-        raise ValueError(f"No paper settings for sequence {sequence.name!r}; known: {sorted(SEQUENCE_SETTINGS)}.")
-    settings = SEQUENCE_SETTINGS[sequence.name]
+        return MethodSpec(name, None, None, dict(HMC_SETTINGS) | dict(hmc or {}))
+    cfg = sequence_setup(sequence.name)
+    model = _paper_model(sequence, cfg.model)
     overrides = {} if epochs is None else {"epochs": epochs}
-    suite = svi_suite(_paper_model(sequence, settings["model"]), sequence.likelihood, settings["preset"],
-                      inducing_low=settings["inducing_low"], inducing_high=settings["inducing_high"],
-                      names=[name.upper()], **overrides)
-    method, hyper = suite[name.upper()]
+    if name in MAP_METHODS:
+        method, hyper = map_suite(model, sequence.likelihood, **(map_settings(cfg.setup) | overrides))[name]
+        return MethodSpec(name, method, hyper, None)
+    suite = svi_suite(model, sequence.likelihood, cfg.setup, inducing_low=cfg.inducing_low,
+                      inducing_high=cfg.inducing_high, names=[name], **overrides)
+    method, hyper = suite[name]
     return MethodSpec(name, method, hyper, None)
 
 # %% ../nbs/12_experiment.ipynb #d339ec58
@@ -257,9 +222,9 @@ def validate_parameters(params: dict) -> dict:
     if params["sequence"] not in VISUALISATION_SEQUENCES:
         raise ValueError(f"Unknown sequence {params['sequence']!r} for the visualisation. Valid sequences: "
                          f"{', '.join(VISUALISATION_SEQUENCES)}.")
-    out["methods"] = check_method_names(params["methods"])
-    if params["preset"] not in PRESETS:
-        raise ValueError(f"Unknown preset {params['preset']!r}; valid presets: {', '.join(PRESETS)}.")
+    out["methods"] = method_names(params["methods"])
+    if params["preset"] not in SETTINGS_CHOICES:
+        raise ValueError(f"Unknown preset {params['preset']!r}; valid presets: {', '.join(SETTINGS_CHOICES)}.")
     seeds = params["seeds"]
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of non-negative integers, got {seeds!r}.")
@@ -397,7 +362,7 @@ def draw_distances(numbers: dict):
 # %% ../nbs/12_experiment.ipynb #a37ac465
 def summary_rows(numbers: dict) -> list[dict]:
     "One row per method: final average accuracy (mean ± std over seeds), the authors' number, TV and KL to HMC."
-    authors = AUTHORS_FINAL_ACCURACY.get(numbers["sequence"], {})
+    authors = AUTHORS_CODE_ACCURACY.get(numbers["sequence"], {})
     rows = []
     for name, entry in numbers["methods"].items():
         row = {"method": METHOD_LABELS.get(name, name), "status": entry["status"]}
@@ -483,7 +448,7 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
             f"{numbers['parameters']['hmc_samples']} NUTS steps (trajectories of at most "
             f"2^{numbers['parameters'].get('hmc_max_doublings', 10)} leapfrog steps); grid {numbers['grid_resolution']}² over "
             f"{numbers['window']}. Distances are means over the grid, HMC-NUTS being the reference "
-            f"(KL floor {numbers['parameters']['kl_floor']:g}). Authors: one seed (notes §19).\n\n"
+            f"(KL floor {numbers['parameters']['kl_floor']:g}). Authors: their code at b838074, one seed (1337).\n\n"
             "## Final average test accuracy and distance to HMC-NUTS\n\n" + markdown_table(tables["summary"]) +
             "\n## Distance to HMC-NUTS after each task\n\n" + markdown_table(tables["distance_to_hmc"]) +
             "\n## HMC-NUTS diagnostics per task\n\n" + markdown_table(tables["hmc"]) +

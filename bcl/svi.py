@@ -18,15 +18,16 @@ from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
 from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance
 from .mixture import Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
 from .models import Model, make_model
+from .paper import N_COMPONENTS, SVI_METHODS, sequence_setup, svi_settings
+from .paper import method_name as paper_method_name
 from .train import (Batch, Coreset, Method, MethodState, coreset_add, coreset_draw, coreset_init, nll_sum,
                        output_units, predict_probabilities)
 
 # %% auto #0
-__all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'METHOD_NAMES', 'PRESETS', 'SEQUENCE_SETTINGS', 'FEATURE_SETTINGS',
-           'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl', 'expected_nll',
-           'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds', 'uniform_inducing_points',
-           'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'method_name', 'svi', 'sequence_settings',
-           'sequence_model', 'svi_method', 'svi_suite']
+__all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl',
+           'expected_nll', 'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds',
+           'uniform_inducing_points', 'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'svi_method_name', 'svi',
+           'sequence_settings', 'sequence_model', 'svi_method', 'svi_suite']
 
 # %% ../nbs/10_svi.ipynb #2492cdfa
 def _check_components(n_components) -> None:
@@ -156,9 +157,9 @@ class SVIMemory(NamedTuple):
     prior: Any
     coreset: Any
 
-def method_name(space: str, focus: str, n_components: int | None) -> str:
-    "The paper's name, e.g. `P-GM-SFSVI`."
-    return f"{focus[0].upper()}-{'G' if n_components is None else 'GM'}-{'VCL' if space == 'parameter' else 'SFSVI'}"
+def svi_method_name(space: str, focus: str, n_components: int | None) -> str:
+    "The canonical name (`bcl.paper`), e.g. `p-gm-sfsvi`."
+    return f"{focus[0]}-{'g' if n_components is None else 'gm'}-{'vcl' if space == 'parameter' else 'sfsvi'}"
 
 def _concat(batch: Batch, replay: Batch) -> Batch:
     return Batch(*(jnp.concatenate([a, b.astype(a.dtype)]) for a, b in zip(batch, replay)))
@@ -203,7 +204,7 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
         low, high = inducing_bounds(inducing_low, inducing_high, model.input_shape)
         if focus == "likelihood":
             check_positive("n_inducing", n_inducing, integer=True)
-    name = method_name(space, focus, n_components)
+    name = svi_method_name(space, focus, n_components)
 
     def init(key, sequence: TaskSequence):
         if uses_coreset:
@@ -261,75 +262,35 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
                   draws_per_step=max(sample_size, predict_sample_size))
 
 # %% ../nbs/10_svi.ipynb #0bb3123b
-METHOD_NAMES = ("P-G-VCL", "L-G-VCL", "P-GM-VCL", "L-GM-VCL", "P-G-SFSVI", "L-G-SFSVI", "P-GM-SFSVI", "L-GM-SFSVI")
-
-def _preset(vcl_lr, sfsvi_lr, batch, epochs, coreset_size, p_vcl_sample=(10, 10), p_gm_vcl_sample=(10, 10)):
-    half = batch // 2
-    p_vcl = dict(learning_rate=vcl_lr, batch_size=batch)
-    l_vcl = dict(learning_rate=vcl_lr, batch_size=half, coreset_batch=half, coreset_size=coreset_size)
-    p_fs = dict(learning_rate=sfsvi_lr, batch_size=batch, coreset_batch=batch, coreset_size=coreset_size)
-    l_fs = dict(learning_rate=sfsvi_lr, batch_size=half, coreset_batch=half, n_inducing=batch, coreset_size=coreset_size)
-    rows = {"P-G-VCL": p_vcl | dict(zip(("sample_size", "predict_sample_size"), p_vcl_sample)),
-            "L-G-VCL": l_vcl,
-            "P-GM-VCL": p_vcl | dict(zip(("sample_size", "predict_sample_size"), p_gm_vcl_sample)),
-            "L-GM-VCL": l_vcl, "P-G-SFSVI": p_fs, "L-G-SFSVI": l_fs, "P-GM-SFSVI": p_fs, "L-GM-SFSVI": l_fs}
-    return {name: {"epochs": epochs, "sample_size": 10, "predict_sample_size": 10} | row for name, row in rows.items()}
-
-PRESETS = {
-    "2d": _preset(0.1, 0.01, 16, 100, 16, p_vcl_sample=(10, 100), p_gm_vcl_sample=(100, 100)),
-    "image": _preset(0.01, 0.001, 64, 20, 256),
-    "image_cnn": _preset(0.01, 0.001, 32, 20, 256),
-}
-
-SEQUENCE_SETTINGS = {
-    "cisplit2diris": dict(preset="2d", model="fcnn16", inducing_low=(1.1, 0.1), inducing_high=(6.9, 2.5)),
-    "disinusoid": dict(preset="2d", model="fcnn16", inducing_low=(-0.5, -1.0), inducing_high=(3.0, 1.5)),
-    "cisplitmnist5k": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "displitmnist5k": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "cisplitmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "displitmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "cisplitfashionmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "displitfashionmnist": dict(preset="image", model="fcnn256", inducing_low=0.0, inducing_high=1.0),
-    "cisplitcifar10": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
-    "displitcifar8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
-    "cisplitham8": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
-    "displitham6": dict(preset="image_cnn", model="cnn6", inducing_low=0.0, inducing_high=1.0, conv_impl="patches"),
-}
-FEATURE_SETTINGS = dict(preset="image", model="linear", inducing_low=-1.0, inducing_high=6.0)
-
 def sequence_settings(name: str) -> dict:
-    "Preset, model and inducing-point bounds for the sequence `name`; `<sequence>_fe` is the linear head on features."
-    base = name[:-3] if name.endswith("_fe") else name
-    if base not in SEQUENCE_SETTINGS:
-        raise ValueError(f"No variational settings for sequence {name!r}; known: {', '.join(SEQUENCE_SETTINGS)} "
-                         "(each also with the suffix _fe for the linear head on pre-trained features).")
-    return dict(FEATURE_SETTINGS if name.endswith("_fe") else SEQUENCE_SETTINGS[name])
+    "Setup, network, inducing-input box and convolution of sequence `name` (`bcl.paper.sequence_setup`) as a dict."
+    return sequence_setup(name)._asdict()
 
 def sequence_model(name: str, sequence: TaskSequence) -> Model:
-    "The network of `sequence_settings(name)` for `sequence`: one output for a sigmoid likelihood, else one per class."
-    cfg = sequence_settings(name)
-    return make_model(cfg["model"], output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
-                      conv_impl=cfg.get("conv_impl", "xla"))
+    "The network of `sequence_setup(name)` for `sequence`: one output for a sigmoid likelihood, else one per class."
+    cfg = sequence_setup(name)
+    return make_model(cfg.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
+                      conv_impl=cfg.conv_impl)
 
-def svi_method(name: str, model: Model, likelihood: str, *, n_components: int = 3, **settings) -> Method:
-    "The method called `name` (one of `METHOD_NAMES`, case-insensitive); GM methods get `n_components` (3)."
-    upper = name.upper()
-    if upper not in METHOD_NAMES:
-        raise ValueError(f"Unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}.")
-    focus, family, space = upper.split("-")
-    return svi(model, likelihood, space="parameter" if space == "VCL" else "function",
-               focus="prior" if focus == "P" else "likelihood",
-               n_components=None if family == "G" else n_components, **settings)
+def svi_method(name: str, model: Model, likelihood: str, *, n_components: int = N_COMPONENTS, **settings) -> Method:
+    "The method called `name` (one of `bcl.paper.SVI_METHODS`, any letter case); GM methods get `n_components`."
+    canonical = paper_method_name(name)
+    if canonical not in SVI_METHODS:
+        raise ValueError(f"{name!r} is not a variational method; choose one of {', '.join(SVI_METHODS)}.")
+    focus, family, space = canonical.split("-")
+    return svi(model, likelihood, space="parameter" if space == "vcl" else "function",
+               focus="prior" if focus == "p" else "likelihood",
+               n_components=None if family == "g" else n_components, **settings)
 
-def svi_suite(model: Model, likelihood: str, preset: str | dict, *, inducing_low=None, inducing_high=None,
-              names: Sequence[str] = METHOD_NAMES, **overrides) -> dict[str, tuple[Method, dict]]:
-    "{name: (method, hyper)} for the methods `names` with the preset's settings (`overrides` apply to all)."
-    table = PRESETS[preset] if isinstance(preset, str) else preset
+def svi_suite(model: Model, likelihood: str, setup: str | dict, *, inducing_low=None, inducing_high=None,
+              names: Sequence[str] = SVI_METHODS, **overrides) -> dict[str, tuple[Method, dict]]:
+    "{name: (method, hyper)} for the methods `names` with the settings of `setup` (`overrides` apply to all)."
+    table = svi_settings(setup) if isinstance(setup, str) else {paper_method_name(k): v for k, v in setup.items()}
     suite = {}
-    for name in names:
+    for name in map(paper_method_name, names):
         settings = dict(table[name]) | overrides
         hyper = {"learning_rate": settings.pop("learning_rate")}
-        if name.upper().endswith("SFSVI"):
+        if name.endswith("sfsvi"):
             settings |= dict(inducing_low=inducing_low, inducing_high=inducing_high)
         suite[name] = (svi_method(name, model, likelihood, **settings), hyper)
     return suite

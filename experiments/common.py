@@ -6,6 +6,7 @@ import numpy as np
 
 from bcl.data import load_sequence
 from bcl.features import feature_sequence
+from bcl.provenance import provenance
 
 
 def experiment_sequence(name: str, pretraining=None, progress: bool = False):
@@ -27,6 +28,11 @@ def pretraining_record(name: str, pretraining) -> dict:
     return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}}
 
 
+def result_record(**fields) -> dict:
+    "A results JSON record: the given fields plus the provenance of this run (versions, device, commit)."
+    return {**fields, "provenance": provenance()}
+
+
 def seed_summary(test_accuracy: np.ndarray) -> dict:
     "Mean, sample standard deviation and per-seed values of final average accuracies (already ×100)."
     test_accuracy = np.asarray(test_accuracy, float)
@@ -36,14 +42,14 @@ def seed_summary(test_accuracy: np.ndarray) -> dict:
 
 def print_accuracy_table(rows: dict, methods, authors: dict, n_seeds: int) -> None:
     "Markdown table: one row per method, for every sequence our mean ± std and the authors' single-seed number."
-    print(f"\nFinal average test accuracy (%), mean ± std over {n_seeds} seeds (authors: one seed, notes §19)\n")
+    print(f"\nFinal average test accuracy (%), mean ± std over {n_seeds} seeds (authors' code at b838074: seed 1337)\n")
     print("| method | " + " | ".join(f"{n} (ours) | {n} (authors)" for n in rows) + " |")
     print("|---|" + "---|---|" * len(rows))
     for method in methods:
         cells = []
         for name, summary in rows.items():
             s = summary[method]
-            published = authors.get(name, {}).get(method)  # the authors ran the 2-D sequences only (notes §19)
+            published = authors.get(name, {}).get(method)  # measured for the 2-D sequences only
             cells += [f"{s['mean']:.2f} ± {s['std']:.2f}", "–" if published is None else f"{published:.2f}"]
         print(f"| {method} | " + " | ".join(cells) + " |")
     for name, summary in rows.items():

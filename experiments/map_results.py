@@ -5,10 +5,11 @@ Usage: python experiments/map_results.py [SEQUENCE ...] [--seeds N] [--importanc
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
 pre-trained extractor (`bcl.features.feature_sequence`, default pre-training task `fashionmnist`, cached under
-data/features), learned with a linear head and the paper's FE settings (notes §17b).
+data/features), learned with a linear head and the paper's image setup (`bcl.paper.sequence_setup`).
 
 Seeds are a vmap axis; EWC's λ and SI's λ × ξ are selected per seed by validation final average accuracy.
-Prints a markdown table (mean ± std over seeds, ×100, with the authors' single-seed numbers of algorithm notes §19)
+Prints a markdown table (mean ± std over seeds, ×100, with the authors' code's single-seed numbers,
+`bcl.paper.AUTHORS_CODE_ACCURACY`)
 and writes results/map/<sequence>.json (summary) plus results/map/<sequence>_table.{json,csv} (tidy table).
 """
 from __future__ import annotations
@@ -24,27 +25,22 @@ import numpy as np
 
 from bcl.core import atomic_write_json, results_dir
 from bcl.features import pretraining_settings
-from bcl.map import PAPER_SETTINGS, map_suite
+from bcl.map import map_suite
+from bcl.paper import AUTHORS_CODE_ACCURACY, MAP_METHODS, map_settings, sequence_setup
 from bcl.models import make_model
 from bcl.train import output_units
 from bcl.sequence import (final_average_accuracy, hyper_configs, result_table, save_table, select_by_validation,
                           train_sequence)
 import pandas as pd
 
-from common import experiment_sequence, pretraining_record, print_accuracy_table, seed_summary
-
-AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
-    "cisplit2diris": {"joint": 93.33, "finetuning": 33.33, "ewc": 33.33, "si": 63.33, "er": 93.33},
-    "disinusoid": {"joint": 99.10, "finetuning": 60.90, "ewc": 66.10, "si": 65.10, "er": 98.70},
-}
-
-FE_SETTINGS = dict(model="linear", learning_rate=0.01, batch_size=64, er_batch=32, coreset_size=256, epochs=20)
+from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary
 
 def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretraining=None) -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
-    settings = dict(FE_SETTINGS if name.endswith("_fe") else PAPER_SETTINGS[name])
-    model = make_model(settings.pop("model"), output_units(sequence.likelihood, sequence.n_outputs),
-                       sequence.input_shape)
+    setup = sequence_setup(name)  # NAME_fe: the linear head on features
+    settings = map_settings(setup.setup)
+    model = make_model(setup.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
+                       conv_impl=setup.conv_impl)
     suite = map_suite(model, sequence.likelihood, importance_sign=importance_sign, **settings)
     summary, tables = {}, []
     for method_name, (method, hyper) in suite.items():
@@ -58,8 +54,8 @@ def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretr
         tables.append(result_table(result, chosen))
     folder = results_dir() / "map"
     save_table(pd.concat(tables, ignore_index=True), folder / f"{name}_table")
-    record = {"sequence": name, "seeds": seeds, "settings": FE_SETTINGS if name.endswith("_fe") else PAPER_SETTINGS[name],
-              "importance_sign": importance_sign, "methods": summary, **pretraining_record(name, pretraining)}
+    record = result_record(sequence=name, seeds=seeds, settings={"model": setup.model, **settings},
+                           importance_sign=importance_sign, methods=summary, **pretraining_record(name, pretraining))
     atomic_write_json(folder / f"{name}.json", record)
     return summary
 
@@ -78,7 +74,7 @@ def main():
     rows = {}
     for name in args.sequences:
         rows[name] = run(name, seeds, args.importance_sign, args.progress, pretraining)
-    print_accuracy_table(rows, ("joint", "finetuning", "ewc", "si", "er"), AUTHORS, len(seeds))
+    print_accuracy_table(rows, MAP_METHODS, AUTHORS_CODE_ACCURACY, len(seeds))
     for name, summary in rows.items():
         for method in ("ewc", "si"):
             print(f"{name} {method} selected per seed: {summary[method]['selected']}")

@@ -6,11 +6,12 @@ Usage: python experiments/svi_results.py [SEQUENCE ...] [--seeds N] [--methods N
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
 pre-trained extractor (default pre-training task `fashionmnist`, cached under data/features), learned with a linear
-head, the image preset and uniform inducing inputs in [-1, 6] per feature (notes §17b).
+head, the image setup and uniform inducing inputs in [-1, 6] per feature (Appendix A of the paper).
 
-Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.svi.sequence_settings`
-(preset, model, inducing-point bounds) and `bcl.svi.PRESETS` (notes §17a/§17b). Prints a markdown table (mean ± std
-over seeds, ×100, with the authors' single-seed numbers of notes §19) and writes results/svi/<sequence>.json
+Seeds are a vmap axis (one compiled program per method and task size). Settings: `bcl.paper.sequence_setup`
+(setup, model, inducing-point bounds) and `bcl.paper.svi_settings`. Method names in any letter case. Prints a
+markdown table (mean ± std over seeds, ×100, with the authors' code's single-seed numbers,
+`bcl.paper.AUTHORS_CODE_ACCURACY`) and writes results/svi/<sequence>.json
 (summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric). Methods run again replace their
 earlier entries in both files (same seeds required); the other methods' entries are kept, so a sequence can be
 completed method by method. Each method checkpoints after every task (results/svi/checkpoints/): a run that was
@@ -42,16 +43,10 @@ from bcl.core import atomic_write_json, results_dir
 from bcl.features import pretraining_settings
 from bcl.mixture import COMPONENT_NOISE
 from bcl.sequence import final_average_accuracy, result_table, save_table, train_sequence
-from bcl.svi import METHOD_NAMES, PRESETS, sequence_model, sequence_settings, svi_suite
+from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, method_names, svi_settings
+from bcl.svi import sequence_model, sequence_settings, svi_suite
 
-from common import experiment_sequence, pretraining_record, print_accuracy_table, seed_summary
-
-AUTHORS = {  # notes §19, one seed (1337), final average test accuracy ×100
-    "cisplit2diris": {"P-G-VCL": 33.33, "L-G-VCL": 66.67, "P-GM-VCL": 33.33, "L-GM-VCL": 66.67,
-                      "P-G-SFSVI": 66.67, "L-G-SFSVI": 66.67, "P-GM-SFSVI": 100.0, "L-GM-SFSVI": 93.33},
-    "disinusoid": {"P-G-VCL": 69.90, "L-G-VCL": 92.40, "P-GM-VCL": 76.70, "L-GM-VCL": 67.70,
-                   "P-G-SFSVI": 96.70, "L-G-SFSVI": 98.60, "P-GM-SFSVI": 98.80, "L-GM-SFSVI": 98.60},
-}
+from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary
 
 
 def _merge_previous(path: Path, seeds: list[int], summary: dict, table: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
@@ -73,9 +68,9 @@ def _merge_previous(path: Path, seeds: list[int], summary: dict, table: pd.DataF
 def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None,
         component_noise: str = "independent") -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
-    cfg = sequence_settings(name)  # _fe: linear head, image preset, inducing points in [-1, 6] (notes §17b)
+    cfg = sequence_settings(name)  # _fe: linear head, image setup, inducing points in [-1, 6]
     model = sequence_model(name, sequence)
-    suite = svi_suite(model, sequence.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
+    suite = svi_suite(model, sequence.likelihood, cfg["setup"], inducing_low=cfg["inducing_low"],
                       inducing_high=cfg["inducing_high"], names=methods, component_noise=component_noise)
     summary, tables = {}, []
     folder = results_dir() / "svi"
@@ -84,17 +79,17 @@ def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretrai
     def save():  # after every method, so an interrupted run keeps the methods it finished
         merged, table = _merge_previous(folder / stem, seeds, summary, pd.concat(tables, ignore_index=True))
         save_table(table, folder / f"{stem}_table")
-        atomic_write_json(folder / f"{stem}.json", {"sequence": name, "seeds": seeds, "settings": {
-            k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "device": jax.devices()[0].platform,
-            "methods": merged, **pretraining_record(name, pretraining)})
+        atomic_write_json(folder / f"{stem}.json", result_record(sequence=name, seeds=seeds, settings={
+            k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, device=jax.devices()[0].platform,
+            methods=merged, **pretraining_record(name, pretraining)))
 
     for method_name, (method, hyper) in suite.items():
         start = time.perf_counter()
         checkpoint = folder / "checkpoints" / f"{stem}_{method_name}.ckpt"  # per task: a killed run resumes
         result = train_sequence(method, sequence, hyper, seeds, progress=progress, checkpoint=checkpoint)
         test = final_average_accuracy(result.metrics["test/accuracy"])[0] * 100  # one configuration
-        summary[method_name] = {**seed_summary(test), "settings": PRESETS[cfg["preset"]][method_name],
-                                "component_noise": component_noise if "-GM-" in method_name else None,
+        summary[method_name] = {**seed_summary(test), "settings": svi_settings(cfg["setup"])[method_name],
+                                "component_noise": component_noise if "-gm-" in method_name else None,
                                 "wall_s": time.perf_counter() - start, **result.timings}
         tables.append(result_table(result, np.zeros(len(seeds), int)))
         print(f"{name} {method_name}: {test.mean():.2f} ± {summary[method_name]['std']:.2f} "
@@ -108,7 +103,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sequences", nargs="*", default=["cisplit2diris", "disinusoid"])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--methods", nargs="*", default=list(METHOD_NAMES))
+    parser.add_argument("--methods", nargs="*", default=list(SVI_METHODS), help="any letter case")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--pretraining", default="fashionmnist", help="pre-training task of the _fe sequences")
     parser.add_argument("--pretrain-epochs", type=int, default=None, help="override the preset's 20 epochs")
@@ -119,9 +114,10 @@ def main():
     changes = {} if args.pretrain_epochs is None else {"epochs": args.pretrain_epochs}
     pretraining = pretraining_settings(args.pretraining, **changes)
     seeds = list(range(args.seeds))
+    args.methods = method_names(args.methods)
     rows = {name: run(name, seeds, args.methods, args.progress, pretraining, args.component_noise)
             for name in args.sequences}
-    print_accuracy_table(rows, args.methods, AUTHORS, len(seeds))
+    print_accuracy_table(rows, args.methods, AUTHORS_CODE_ACCURACY, len(seeds))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from their real sources, the tfds ones (MNIST, CIFAR-10) under `tfds.testing.moc
 HAM-6) from a small fake archive written here, and the `_fe` sequences from synthetic features of the extractors'
 widths (64 for the MNIST-type CNN, 512 for the ResNet). The sequence is then cut to its first two tasks and a few
 points per split, and every method of `bcl.svi.svi_suite` is trained for one epoch with the sequence's own settings
-(`bcl.svi.sequence_settings`: model, preset, inducing-point bounds), batches of 4 and the coreset shrunk to fit. The test asserts
+(`bcl.svi.sequence_settings`: model, setup, inducing-point bounds), batches of 4 and the coreset shrunk to fit. The test asserts
 finite losses, probabilities that are finite and sum to one, and accuracies in [0, 1].
 
 These compile 8 programs per sequence, so they run only with `BCL_TEST_FLAGS=slow` (`make test-all`). The four
@@ -89,16 +89,17 @@ def shrink(sequence, n_tasks: int = 2, points: int = POINTS):
 @pytest.mark.parametrize("name", CONTINUAL + tuple(FEATURES))
 def test_every_method_trains_and_predicts(name, tmp_path):
     from bcl.sequence import train_sequence
-    from bcl.svi import METHOD_NAMES, sequence_model, sequence_settings, svi_suite
+    from bcl.paper import SVI_METHODS
+    from bcl.svi import sequence_model, sequence_settings, svi_suite
     sequence = synthetic_feature_sequence(name, FEATURES[name]) if name in FEATURES else \
         shrink(real_or_mock_sequence(name, tmp_path))
     settings = sequence_settings(name)
     model = sequence_model(name, sequence)
     smallest = min(len(task.train.ys) for task in sequence.tasks)
-    suite = svi_suite(model, sequence.likelihood, settings["preset"], inducing_low=settings["inducing_low"],
+    suite = svi_suite(model, sequence.likelihood, settings["setup"], inducing_low=settings["inducing_low"],
                       inducing_high=settings["inducing_high"], epochs=1, batch_size=4, coreset_batch=4,
                       coreset_size=smallest, n_inducing=8, predict_sample_size=2)
-    assert list(suite) == list(METHOD_NAMES)
+    assert list(suite) == list(SVI_METHODS)
     for method_name, (method, hyper) in suite.items():
         result = train_sequence(method, sequence, hyper, seeds=(0,), progress=False)
         assert np.isfinite(result.losses).all(), (name, method_name)

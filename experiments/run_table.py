@@ -1,0 +1,298 @@
+"""Regenerate the paper's Table faa (and its visualisation figures) as a batch of papermill runs on Dask.
+
+Usage:
+  python experiments/run_table.py faa|visualisation|all [--profile paper|offline|smoke] [--cells FILTER ...]
+                                 [--seeds N] [--schedule epochs|steps] [--scheduler ADDRESS|FILE] [--workers N] [--slurm JOBS]
+                                 [--out DIR] [--subset representative] [--dry-run]
+
+Every cell of Table faa (13 methods x 14 columns, `bcl.paper.FAA_COLUMNS`) is one run of the template
+`nbs/21_table_cell.ipynb`, a task of a Dask distributed cluster:
+- by default a `LocalCluster` on this machine: one worker per GPU, each pinned to its GPU, or one CPU worker
+  (`--workers N` for more);
+- `--scheduler tcp://host:8786` (or a scheduler file written by `dask scheduler --scheduler-file F`) runs on an
+  existing cluster;
+- `--slurm JOBS` submits JOBS Slurm jobs through dask-jobqueue, one worker and one GPU each, configured by
+  `experiments/cluster/jobqueue.yaml` (adapt its queue, account and walltime to your site).
+
+Each cell writes `OUT/<profile>/<column>/<method>/numbers.json` and the executed notebook beside it
+(OUT = results/table). The batch is resumable: a cell whose numbers.json carries the same content hash (parameters,
+bcl code, data fingerprint) is skipped, a failed cell records `error.json` and the batch goes on, and a re-run
+retries only missing and failed cells. A worker that dies mid-cell is replaced and its cell rerun by Dask; the cell
+resumes from its last finished task (a checkpoint in its folder).
+
+Profiles (`bcl.table`): `paper` needs the real data and stops at once, listing what is missing; `offline` uses
+MNIST-5k and a Fashion-MNIST extractor and marks CIFAR/HAM columns "data not present"; `smoke` runs every cell on
+mock data for one epoch.
+
+FILTER: shell patterns on `column/method`, any letter case, e.g. `ci-mnist-*/l-*` or `*/er`.
+Then `python experiments/ledger.py faa --profile PROFILE` assembles the ledger.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+sys.path.insert(0, str(ROOT / "experiments"))
+
+TEMPLATE = ROOT / "nbs" / "21_table_cell.ipynb"
+VISUALISATION_TEMPLATE = ROOT / "nbs" / "20_visualisation.ipynb"
+KERNEL = "python3"
+TARGETS = ("faa", "visualisation", "all")
+
+
+def profile_folder(out: Path, profile: str, schedule: str) -> Path:
+    return out / (profile if schedule == "epochs" else f"{profile}-steps")
+
+
+def select_cells(filters: list[str] | None, subset: str | None) -> list[tuple[str, str]]:
+    "(column, method) pairs in the paper's order, kept by the shell patterns `filters` on 'column/method'."
+    from bcl.paper import FAA_COLUMN_KEYS, TABLE_METHODS
+    cells = [(c, m) for c in FAA_COLUMN_KEYS for m in TABLE_METHODS]
+    if subset == "representative":  # every column once and every method once, the cheapest way round
+        cheap = ["joint", "finetuning", "ewc", "si", "er", "l-g-vcl", "p-g-vcl", "l-gm-vcl", "p-gm-vcl", "p-g-sfsvi",
+                 "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi"]
+        fe = [c for c in FAA_COLUMN_KEYS if c.endswith("-fe")]
+        raw = [c for c in FAA_COLUMN_KEYS if not c.endswith("-fe")]
+        rest = cheap[len(raw):]
+        cells = list(zip(raw, cheap)) + [(c, rest[i % len(rest)]) for i, c in enumerate(fe)]
+    elif subset is not None:
+        raise ValueError(f"Unknown subset {subset!r}; the only subset is 'representative'.")
+    if filters:
+        patterns = [f.lower() for f in filters]
+        for pattern in patterns:
+            if "/" not in pattern:
+                raise ValueError(f"Cell filter {pattern!r} must look like COLUMN/METHOD, e.g. 'ci-mnist-*/l-*' or '*/er'.")
+        cells = [(c, m) for c, m in cells if any(fnmatch.fnmatchcase(f"{c}/{m}", p) for p in patterns)]
+        if not cells:
+            raise ValueError(f"No cell matches {filters}; columns: {', '.join(FAA_COLUMN_KEYS)}; methods: "
+                             f"{', '.join(TABLE_METHODS)}.")
+    return cells
+
+
+class Cell:
+    "One cell of the batch: its parameters, folder, content hash and state before the run."
+    def __init__(self, column, method, profile, seeds, schedule, root: Path, data_dir):
+        from bcl.table import cell_hash, cell_parameters, missing_data, plan_cell
+        self.params = cell_parameters(column, method, profile, seeds, schedule=schedule)
+        self.plan = plan_cell(column, method, profile)
+        self.folder = root / column / self.params["method"]
+        self.data_dir = data_dir
+        self.missing = missing_data(self.plan, data_dir)
+        self.hash = None if self.missing else cell_hash(self.params, data_dir)
+
+    @property
+    def name(self) -> str:
+        return f"{self.params['column']}/{self.params['method']}"
+
+    def finished(self) -> bool:
+        from bcl.table import read_cell
+        numbers, _ = read_cell(self.folder)
+        return numbers is not None and numbers.get("content_hash") == self.hash
+
+
+def _importable() -> None:
+    "On a Dask worker: make bcl and the scripts beside this file importable (the repository is at ROOT there too)."
+    for path in (str(ROOT), str(ROOT / "experiments")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int) -> dict:
+    "A Dask task: execute the template for one cell; on failure record error.json. Runs on a worker."
+    _importable()
+    import papermill as pm
+    from bcl.core import atomic_write_json
+    folder_path = Path(folder)
+    folder_path.mkdir(parents=True, exist_ok=True)
+    if n_gpus:
+        from distributed import get_worker
+        from devices import pin_environment
+        os.environ.update(pin_environment(int(get_worker().name), n_gpus))
+    kill_hook(params)
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(str(TEMPLATE), str(folder_path / TEMPLATE.name),
+                            parameters=params | {"output": str(folder_path), "data_dir": data_dir},
+                            kernel_name=KERNEL, cwd=str(TEMPLATE.parent), progress_bar=False, log_output=False)
+    except Exception as error:  # recorded, and the batch goes on
+        record = {"cell": f"{params['column']}/{params['method']}", "type": type(error).__name__,
+                  "message": str(error)[-4000:], "traceback": traceback.format_exc()[-8000:],
+                  "wall_s": time.perf_counter() - start}
+        atomic_write_json(folder_path / "error.json", record)
+        return {"status": "failed", **record}
+    (folder_path / "error.json").unlink(missing_ok=True)
+    numbers = json.loads((folder_path / "numbers.json").read_text())
+    return {"status": "done", "cell": f"{params['column']}/{params['method']}", "wall_s": time.perf_counter() - start,
+            "final_average_accuracy": numbers["final_average_accuracy"]["mean"]}
+
+
+def kill_hook(params: dict) -> None:
+    "Fault injection for tests: BCL_TABLE_KILL_ONCE=COLUMN/METHOD:MARKER kills this worker once, mid-cell."
+    spec = os.environ.get("BCL_TABLE_KILL_ONCE")
+    if not spec:
+        return
+    cell, marker = spec.split(":", 1)
+    if cell == f"{params['column']}/{params['method']}" and not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def run_visualisation_task(param_files: list[str], folder: str) -> dict:
+    "A Dask task: the visualisation template with merged YAML parameter files (experiments/params)."
+    _importable()
+    import papermill as pm
+    from run_visualisation import load_parameters
+    params = load_parameters(param_files) if param_files else {}
+    folder_path = Path(folder)
+    folder_path.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(str(VISUALISATION_TEMPLATE), str(folder_path / VISUALISATION_TEMPLATE.name),
+                            parameters=params | ({} if param_files else {"results_folder": str(folder_path)}),
+                            kernel_name=KERNEL, cwd=str(VISUALISATION_TEMPLATE.parent), progress_bar=False,
+                            log_output=False)
+    except Exception as error:
+        return {"status": "failed", "cell": f"visualisation/{','.join(map(str, param_files)) or 'smoke'}",
+                "type": type(error).__name__, "message": str(error)[-4000:]}
+    return {"status": "done", "cell": f"visualisation/{','.join(param_files) or 'smoke'}",
+            "wall_s": time.perf_counter() - start}
+
+
+VISUALISATION_RUNS = {
+    "paper": [["experiments/params/paper_cisplit2diris.yaml"], ["experiments/params/paper_disinusoid.yaml"]],
+    "offline": [["experiments/params/paper_cisplit2diris.yaml"], ["experiments/params/paper_disinusoid.yaml"]],
+    "smoke": [[]],
+}
+
+
+SLURM_CONFIG = ROOT / "experiments" / "cluster" / "jobqueue.yaml"
+
+
+def slurm_cluster(config: Path = SLURM_CONFIG):
+    "A dask-jobqueue SLURMCluster configured by `config` (one job = one worker = one GPU); nothing is submitted yet."
+    import dask
+    import yaml
+    from dask_jobqueue import SLURMCluster
+    dask.config.update(dask.config.config, yaml.safe_load(Path(config).read_text()), priority="new")
+    return SLURMCluster()
+
+
+def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | None = None):
+    "A Dask client: of an existing scheduler (address or scheduler file), of Slurm jobs, or of a new LocalCluster."
+    from distributed import Client, LocalCluster
+    from devices import gpu_count
+    if slurm_jobs:
+        cluster = slurm_cluster()
+        cluster.scale(jobs=slurm_jobs)
+        return Client(cluster), 0
+    if scheduler:
+        if Path(scheduler).exists():
+            return Client(scheduler_file=scheduler), 0
+        return Client(scheduler), 0
+    n_gpus = gpu_count()
+    n_workers = workers or max(1, n_gpus)
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    return Client(cluster), min(n_gpus, n_workers)
+
+
+def ensure_kernel() -> None:
+    from run_visualisation import ensure_kernel as ensure
+    ensure()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("target", type=str.lower, choices=TARGETS)
+    parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
+    parser.add_argument("--cells", nargs="*", help="shell patterns on COLUMN/METHOD")
+    parser.add_argument("--subset", choices=("representative",), help="one cell per column and per method")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default 5; smoke 2)")
+    parser.add_argument("--schedule", choices=("epochs", "steps"), default="epochs")
+    parser.add_argument("--scheduler", help="address or scheduler file of an existing Dask scheduler")
+    parser.add_argument("--workers", type=int, help="LocalCluster workers (default: one per GPU, or one)")
+    parser.add_argument("--slurm", type=int, metavar="JOBS",
+                        help="run on JOBS Slurm jobs through dask-jobqueue (experiments/cluster/jobqueue.yaml)")
+    parser.add_argument("--out", default=None, help="results folder (default results/table)")
+    parser.add_argument("--data-dir", default=None, help="data folder (default: bcl's; smoke: under OUT)")
+    parser.add_argument("--dry-run", action="store_true", help="list what would run and exit")
+    args = parser.parse_args(argv)
+
+    from bcl.core import atomic_write_json, results_dir
+    out = Path(args.out) if args.out else results_dir() / "table"
+    root = profile_folder(out.resolve(), args.profile, args.schedule)
+    seeds = list(range(args.seeds if args.seeds is not None else (2 if args.profile == "smoke" else 5)))
+    data_dir = args.data_dir or (str(root / "smoke-data") if args.profile == "smoke" else None)
+    batch_start = time.perf_counter()
+
+    cells = []
+    if args.target in ("faa", "all"):
+        cells = [Cell(c, m, args.profile, seeds, args.schedule, root, data_dir)
+                 for c, m in select_cells(args.cells, args.subset)]
+    missing = sorted({line for cell in cells for line in cell.missing})
+    if args.profile == "paper" and missing:
+        print("The paper profile needs data that is not on this machine:\n  " + "\n  ".join(missing), file=sys.stderr)
+        print("Get it as described, or run --profile offline.", file=sys.stderr)
+        return 2
+    absent = [c for c in cells if c.missing]
+    done = [c for c in cells if not c.missing and c.finished()]
+    todo = [c for c in cells if not c.missing and c not in done]
+    visualisations = VISUALISATION_RUNS[args.profile] if args.target in ("visualisation", "all") else []
+    print(f"{len(cells)} cells: {len(done)} done, {len(todo)} to run, {len(absent)} data not present"
+          + (f"; {len(visualisations)} visualisation runs" if visualisations else ""), flush=True)
+    if args.dry_run:
+        for cell in todo:
+            print(f"  would run {cell.name}")
+        return 0
+
+    results = [{"status": "done (skipped)", "cell": c.name} for c in done]
+    results += [{"status": "data not present", "cell": c.name, "missing": c.missing} for c in absent]
+    if todo or visualisations:
+        from distributed import as_completed
+        from tqdm.auto import tqdm
+        ensure_kernel()
+        client, n_gpus = make_client(args.scheduler, args.workers, args.slurm)
+        try:
+            futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, n_gpus, pure=False,
+                                     key=f"cell-{c.params['column']}-{c.params['method']}-{c.hash}") for c in todo]
+            futures += [client.submit(run_visualisation_task, [str(ROOT / f) for f in files],
+                                      str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")),
+                                      pure=False) for files in visualisations]
+            bar = tqdm(total=len(futures), desc=f"Table faa ({args.profile})", unit="cell")
+            for future in as_completed(futures):
+                try:
+                    outcome = future.result()
+                except Exception as error:  # e.g. the task's worker died more often than Dask allows
+                    outcome = {"status": "failed", "cell": str(future.key), "type": type(error).__name__,
+                               "message": str(error)}
+                results.append(outcome)
+                bar.set_postfix_str(f"{outcome['cell']}: {outcome['status']}")
+                bar.update()
+                if outcome["status"] == "failed":
+                    tqdm.write(f"FAILED {outcome['cell']}: {outcome.get('type')}: {outcome.get('message', '')[:300]}")
+            bar.close()
+        finally:
+            client.close()
+    failed = [r for r in results if r["status"] == "failed"]
+    summary = {"target": args.target, "profile": args.profile, "schedule": args.schedule, "seeds": seeds,
+               "wall_s": time.perf_counter() - batch_start, "cells": results}
+    atomic_write_json(root / "batch.json", summary)
+    counts = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    print(f"batch finished in {summary['wall_s']:.0f} s: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    for r in failed:
+        print(f"  failed {r['cell']}: {r.get('type')}: {r.get('message', '')[:200]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
