@@ -92,8 +92,10 @@ ledger: env
 clean-notebooks: $(STAMP)
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export
 
+## The CPU benchmarks (JSON lines); benchmarks/gpu.py is run on its own (its full set takes hours on a CPU).
 bench: env
-	for f in benchmarks/*.py; do $(BIN)/python $$f; done
+	for f in benchmarks/*.py; do case $$f in */gpu.py) ;; *) $(BIN)/python $$f;; esac; done
+	$(BIN)/python benchmarks/gpu.py --quick --models fcnn256 linear64
 
 ## --- GPU machine (issue 16) ---
 ## The lent GPU machines have no network, Python 3.12 (python3) and their own CUDA JAX, flax, optax, orbax and chex.

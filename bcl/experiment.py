@@ -277,7 +277,11 @@ def read_numbers(folder) -> tuple[dict, dict[str, np.ndarray]]:
     folder = Path(folder)
     if not (folder / "numbers.json").exists():
         raise FileNotFoundError(f"No numbers.json in {folder}; run experiments/run_visualisation.py first.")
-    numbers = json.loads((folder / "numbers.json").read_text())
+    try:
+        numbers = json.loads((folder / "numbers.json").read_text())
+    except ValueError as error:
+        raise ValueError(f"{folder / 'numbers.json'} is not valid JSON ({error}); it was cut short or edited. "
+                         "Run the experiment again (experiments/run_visualisation.py).") from None
     with np.load(folder / "grid_probabilities.npz") as data:
         grids = {name: data[name] for name in data.files}
     return numbers, grids

@@ -37,7 +37,7 @@ __all__ = ['PRETRAINING', 'PRETRAINING_INPUT_SHAPES', 'FEATURE_BOUNDS', 'FEATURE
 
 # %% ../nbs/09_features.ipynb #ac4fcfd6
 class Pretraining(NamedTuple):
-    "What determines a pre-trained feature extractor (algorithm notes §16)."
+    "What determines a pre-trained feature extractor (the paper's Appendix A and Table II)."
     task: str  # the pre-training sequence (a name of `bcl.data.load_sequence`)
     model: str  # a name of `bcl.models.make_model`
     learning_rate: float

@@ -60,7 +60,7 @@ def gaussian_prior(like, precision: float = 1.0) -> Gaussian:
 
 # %% ../nbs/01_gaussian.ipynb #a26e0745
 def gaussian_sample(key: jax.Array, q: Gaussian, sample_size: int) -> Any:
-    "`sample_size` reparameterised draws θ = μ + softplus(ρ) ⊙ z (eq. `rt_g`); every leaf gets a leading (S,) axis."
+    "`sample_size` reparameterised draws θ = μ + softplus(ρ) ⊙ z (eq. (4) of the paper); every leaf gets a leading (S,) axis."
     check_positive("sample_size", sample_size, integer=True)
     _check_gaussian(q)
     mean, unravel = tree_ravel(q.mean)
@@ -88,7 +88,7 @@ def _flat_kl(mean_q, var_q, mean_p, var_p) -> jax.Array:
     return 0.5 * jnp.sum(terms, axis=-1)
 
 def diagonal_gaussian_kl(mean_q, var_q, mean_p, var_p) -> jax.Array:
-    "KL(N(mean_q, var_q) ‖ N(mean_p, var_p)) for diagonal Gaussians (eq. `klgauss`), summed over every scalar of the arrays or trees."
+    "KL(N(mean_q, var_q) ‖ N(mean_p, var_p)) for diagonal Gaussians (eq. (13) of the paper), summed over every scalar of the arrays or trees."
     check_same_structure(mean_q, var_q, ("mean_q", "var_q"))
     check_same_structure(mean_q, mean_p, ("mean_q", "mean_p"))
     check_same_structure(mean_q, var_p, ("mean_q", "var_p"))

@@ -78,7 +78,7 @@ def _check_chunk_size(chunk_size) -> None:
 
 def output_mean_and_variance(apply_fn: Callable, mean, variance, xs, chunk_size: int | None = 1,
                              input_shape: Sequence[int] | None = None) -> tuple[jax.Array, jax.Array]:
-    "Output means f(xs; μ) and diagonal variances Σ_j σ_j² J_{icj}², both (n, d), of the network linearised at `mean` (eq. `affine`); `chunk_size` examples at a time."
+    "Output means f(xs; μ) and diagonal variances Σ_j σ_j² J_{icj}², both (n, d), of the network linearised at `mean` (eq. (9) of the paper); `chunk_size` examples at a time."
     _check_chunk_size(chunk_size)
     _check_linearise_inputs(apply_fn, mean, variance, xs, input_shape)
     return _output_mean_and_variance(apply_fn, mean, variance, xs, chunk_size)
@@ -106,7 +106,7 @@ def gaussian_output_mean_and_variance(apply_fn: Callable, q: Gaussian, xs, chunk
 
 def mixture_output_mean_and_variance(apply_fn: Callable, q: Mixture, xs, chunk_size: int | None = 1,
                                      input_shape: Sequence[int] | None = None) -> tuple[jax.Array, jax.Array]:
-    "Output means and variances (K, n, d): component κ linearised at its own mean μ_κ with its own σ_κ (eq. `condaffine`)."
+    "Output means and variances (K, n, d): component κ linearised at its own mean μ_κ with its own σ_κ (eq. (11) of the paper)."
     _check_chunk_size(chunk_size)
     first = mixture_component(q, 0)  # validates the mixture's layout
     _check_linearise_inputs(apply_fn, first.mean, first.rho, xs, input_shape)
@@ -115,7 +115,7 @@ def mixture_output_mean_and_variance(apply_fn: Callable, q: Mixture, xs, chunk_s
 
 # %% ../nbs/04_linearise.ipynb #fcda37c1
 def linearised_outputs(apply_fn: Callable, mean, theta, xs) -> jax.Array:
-    "f̃(xs; θ) = f(xs; μ) + J_μ(xs)(θ − μ) (eq. `affine`), the network linearised at `mean`, by one JVP; (n, d)."
+    "f̃(xs; θ) = f(xs; μ) + J_μ(xs)(θ − μ) (eq. (9) of the paper), the network linearised at `mean`, by one JVP; (n, d)."
     check_same_structure(mean, theta, ("mean", "theta"))
     out, tangent = jax.jvp(lambda params: apply_fn(params, xs), (mean,), (jax.tree.map(jnp.subtract, theta, mean),))
     return out + tangent

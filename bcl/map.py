@@ -67,8 +67,10 @@ def finetuning(model: Model, likelihood: str, *, batch_size: int, epochs: int, p
         return MethodState(model.init(key), ())
     def loss(params, memory, key, batch, hyper, task):
         return _map_loss(model, likelihood, precision, params, batch, task.n_batches, weights)
+    settings = dict(batch_size=batch_size, epochs=epochs, precision=precision,
+                    class_weights=None if weights is None else weights.tolist())
     return Method("finetuning", model, likelihood, init, loss, _no_update, map_predict(model, likelihood),
-                  batch_size, epochs)
+                  batch_size, epochs, settings=settings)
 
 def joint_data(sequence: TaskSequence, t: int) -> Split:
     "The union of the training splits of tasks 1..t."
@@ -79,8 +81,9 @@ def joint(model: Model, likelihood: str, *, batch_size: int, epochs: int, precis
           pad_tasks: bool = True) -> Method:
     """Joint MAP: fine-tuning's loss on all data so far (warm start, one-cycle length over all of it). With
     `pad_tasks` (default) all tasks share one compiled program over data padded to the union of all tasks."""
-    return finetuning(model, likelihood, batch_size=batch_size, epochs=epochs, precision=precision)._replace(
-        name="joint", task_data=joint_data, pad_tasks=pad_tasks)
+    method = finetuning(model, likelihood, batch_size=batch_size, epochs=epochs, precision=precision)
+    return method._replace(name="joint", task_data=joint_data, pad_tasks=pad_tasks,
+                           settings=method.settings | {"pad_tasks": pad_tasks})
 
 # %% ../nbs/08_map.ipynb #9b5d3f3e
 def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher_batch: int = 64):
@@ -136,7 +139,8 @@ def ewc(model: Model, likelihood: str, *, batch_size: int, epochs: int, precisio
         hessian = jax.tree.map(jnp.add, state.memory.hessian, fisher)
         return MethodState(state.params, QuadraticMemory(state.params, hessian))
     return Method("ewc", model, likelihood, init, _consolidation_loss(model, likelihood, precision), end_task,
-                  map_predict(model, likelihood), batch_size, epochs)
+                  map_predict(model, likelihood), batch_size, epochs,
+                  settings=dict(batch_size=batch_size, epochs=epochs, precision=precision, fisher_batch=fisher_batch))
 
 # %% ../nbs/08_map.ipynb #220e34a6
 class SIMemory(NamedTuple):
@@ -168,7 +172,9 @@ def si(model: Model, likelihood: str, *, batch_size: int, epochs: int, precision
         return MethodState(params, SIMemory(params, hessian, jax.tree.map(jnp.zeros_like, m.omega), params))
     name = "si" if importance_sign == 1 else "si_zenke"
     return Method(name, model, likelihood, init, _consolidation_loss(model, likelihood, precision), end_task,
-                  map_predict(model, likelihood), batch_size, epochs, on_step=on_step)
+                  map_predict(model, likelihood), batch_size, epochs, on_step=on_step,
+                  settings=dict(batch_size=batch_size, epochs=epochs, precision=precision,
+                                importance_sign=importance_sign))
 
 # %% ../nbs/08_map.ipynb #5b84b46a
 def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, coreset_size: int, epochs: int,
@@ -188,7 +194,9 @@ def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, co
         return _map_loss(model, likelihood, precision, params, joined, task.n_batches)
     def end_task(key, state, split, hyper, task):
         return MethodState(state.params, coreset_add(key, state.memory, split))
-    return Method("er", model, likelihood, init, loss, end_task, map_predict(model, likelihood), batch_size, epochs)
+    return Method("er", model, likelihood, init, loss, end_task, map_predict(model, likelihood), batch_size, epochs,
+                  settings=dict(batch_size=batch_size, coreset_batch=coreset_batch, coreset_size=coreset_size,
+                                epochs=epochs, precision=precision))
 
 # %% ../nbs/08_map.ipynb #109260fb
 def map_suite(model: Model, likelihood: str, *, learning_rate: float, batch_size: int, er_batch: int,
@@ -196,6 +204,10 @@ def map_suite(model: Model, likelihood: str, *, learning_rate: float, batch_size
               lambdas=EWC_LAMBDAS, xis=SI_XIS) -> dict[str, tuple[Method, dict]]:
     "The five MAP baselines as {name: (method, hyper)} with the paper's grids."
     from bcl.sequence import hyper_grid
+    from bcl.train import LIKELIHOODS
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS} (lower case).")
+    check_positive("learning_rate", learning_rate)
     common = dict(epochs=epochs, precision=precision)
     lr = {"learning_rate": learning_rate}
     return {

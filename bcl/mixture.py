@@ -84,7 +84,7 @@ def mixture_prior(like, n_components: int, precision: float = 1.0) -> Mixture:
 # %% ../nbs/02_mixture.ipynb #fe8ede61
 def gumbel_softmax_weights(key: jax.Array, logits: jax.Array, sample_size: int,
                            temperature: float = 1e-3) -> jax.Array:
-    "`sample_size` Gumbel-softmax weight vectors softmax((λ + g)/T) (eq. `rt_gm_k`), shape (S, K)."
+    "`sample_size` Gumbel-softmax weight vectors softmax((λ + g)/T) (eq. (6) of the paper), shape (S, K)."
     check_positive("sample_size", sample_size, integer=True)
     check_positive("temperature", temperature)
     if jnp.ndim(logits) != 1:
@@ -102,7 +102,7 @@ def check_component_noise(component_noise: str) -> None:
 
 def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: float = 1e-3,
                    component_noise: str = "independent") -> Any:
-    """`sample_size` reparameterised draws θ = Σ_k κ̃_k (μ_k + σ_k ⊙ z_k) (eq. `rt_gm`); every leaf gets a leading (S,)
+    """`sample_size` reparameterised draws θ = Σ_k κ̃_k (μ_k + σ_k ⊙ z_k) (eq. (7) of the paper); every leaf gets a leading (S,)
     axis. `"collapsed"`: the same law from one z per sample, scaled by (Σ_k κ̃_k² σ_k²)^½; `"shared"`: scaled by
     Σ_k κ̃_k σ_k (the same law only where κ̃ is one-hot)."""
     n_components = check_mixture(q)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -28,8 +29,11 @@ def _package_folder() -> Path:
     return Path(bcl.__file__).resolve().parent
 
 def code_version() -> str:
-    "16 hex digits of SHA-256 over the `bcl` package's `*.py` files (sorted relative names and contents)."
-    folder = _package_folder()
+    "16 hex digits of SHA-256 over the `bcl` package's `*.py` files (sorted relative names and contents); once per process."
+    return _folder_version(_package_folder())
+
+@functools.lru_cache(maxsize=8)
+def _folder_version(folder: Path) -> str:
     digest = hashlib.sha256()
     files = sorted((p for p in folder.rglob("*.py") if "__pycache__" not in p.parts),
                    key=lambda p: p.relative_to(folder).as_posix())

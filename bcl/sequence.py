@@ -5,6 +5,7 @@
 # %% ../nbs/07a_sequence.ipynb #5749198e
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
@@ -20,15 +21,16 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
+from .provenance import canonical_json, code_version
 from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, output_units, task_split,
                        vmap_program, TaskInfo)
 
 # %% auto #0
-__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'SPLITS', 'METRICS', 'SUMMARIES', 'accuracy',
-           'mean_nll', 'expected_calibration_error', 'final_average_accuracy', 'average_forgetting',
-           'backward_transfer', 'hyper_grid', 'hyper_configs', 'check_sequence', 'save_checkpoint', 'load_checkpoint',
-           'fast_compile_options', 'SequenceResult', 'train_sequence', 'select_by_validation', 'result_table',
-           'save_table']
+__all__ = ['CHECKPOINT_FORMAT', 'PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'SPLITS', 'METRICS',
+           'SUMMARIES', 'accuracy', 'mean_nll', 'expected_calibration_error', 'final_average_accuracy',
+           'average_forgetting', 'backward_transfer', 'hyper_grid', 'hyper_configs', 'check_sequence', 'array_digest',
+           'run_fingerprint', 'fingerprint_changes', 'save_checkpoint', 'load_checkpoint', 'fast_compile_options',
+           'SequenceResult', 'train_sequence', 'select_by_validation', 'result_table', 'save_table']
 
 # %% ../nbs/07a_sequence.ipynb #17cfcdf0
 def accuracy(probs: np.ndarray, ys: np.ndarray) -> float:
@@ -101,6 +103,12 @@ def hyper_configs(hyper: dict) -> list[dict[str, float]]:
 # %% ../nbs/07a_sequence.ipynb #27c9f132
 def check_sequence(method: Method, sequence: TaskSequence) -> None:
     "Raise `ValueError` if `sequence` does not fit `method`'s model and likelihood."
+    if not isinstance(method, Method):
+        raise ValueError(f"method must be a bcl.train.Method (e.g. from bcl.map.map_suite or bcl.svi.svi_suite), "
+                         f"got {type(method).__name__}.")
+    if not isinstance(sequence, TaskSequence):
+        raise ValueError(f"sequence must be a bcl.core.TaskSequence (e.g. from bcl.data.load_sequence), got "
+                         f"{type(sequence).__name__}.")
     model = method.model
     if method.likelihood not in LIKELIHOODS or method.likelihood != sequence.likelihood:
         raise ValueError(f"Method {method.name!r} uses the {method.likelihood!r} likelihood but sequence "
@@ -121,40 +129,157 @@ def check_sequence(method: Method, sequence: TaskSequence) -> None:
             ys = np.asarray(split.ys)
             if len(ys) != len(split.xs):
                 raise ValueError(f"Task {t} {split_name} has {len(split.xs)} inputs but {len(ys)} labels.")
+            if split_name == "train" and len(ys) == 0:
+                raise ValueError(f"Task {t} train is empty; every task needs training points (drop the task or "
+                                 "give it data).")
+            if not np.isfinite(np.asarray(split.xs, np.float32)).all():
+                raise ValueError(f"Task {t} {split_name} inputs hold NaN or inf; inputs must be finite (clean or "
+                                 "impute the data).")
             if len(ys) and (ys.min() < 0 or ys.max() >= n_classes):
                 raise ValueError(f"Task {t} {split_name} has labels in [{ys.min()}, {ys.max()}] but the model "
                                  f"predicts {n_classes} classes (labels must be 0..{n_classes - 1}).")
 
 # %% ../nbs/07a_sequence.ipynb #d4b6f377
-def _fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int]) -> str:
-    return json.dumps({"method": method.name, "sequence": sequence.name, "tasks": len(sequence),
-                       "seeds": [int(s) for s in seeds], "epochs": method.epochs, "batch_size": method.batch_size,
-                       "hyper": {k: np.asarray(v).tolist() for k, v in sorted(hyper.items())}}, sort_keys=True)
+CHECKPOINT_FORMAT = 2
 
-def save_checkpoint(path, state: MethodState, record: dict[str, np.ndarray], tasks_done: int, fingerprint: str) -> Path:
-    "Write the state leaves, the arrays of `record`, `tasks_done` and `fingerprint` to `path` (.npz) atomically."
-    arrays = {f"state/{i}": np.asarray(leaf) for i, leaf in enumerate(jax.tree.leaves(state))}
+def _plain_json(obj, what: str):
+    "`obj` as plain JSON values (`bcl.provenance.canonical_json`), or a ValueError saying which record failed."
+    try:
+        return json.loads(canonical_json(obj))
+    except ValueError as error:
+        raise ValueError(f"{what} must be JSON-able for the checkpoint fingerprint: {error}") from None
+
+def array_digest(*arrays) -> str:
+    "16 hex digits of SHA-256 over the dtype, shape and bytes of each array: a cheap content hash of data."
+    digest = hashlib.sha256()
+    for array in arrays:
+        array = np.ascontiguousarray(np.asarray(array))
+        digest.update(f"{array.dtype.str}{array.shape};".encode())
+        digest.update(memoryview(array).cast("B") if array.size else b"")
+    return digest.hexdigest()[:16]
+
+def _key_paths(tree) -> dict[str, tuple]:
+    flat = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {jax.tree_util.keystr(path): [int(d) for d in np.shape(leaf)] for path, leaf in flat}
+
+def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int]) -> dict:
+    "The parts a checkpoint must agree on to be resumed: method, its settings, model, data, seeds, grid, training, code."
+    model = method.model
+    shapes = jax.eval_shape(model.init, jax.random.key(0))
+    data = {"name": sequence.name, "likelihood": sequence.likelihood, "n_outputs": int(sequence.n_outputs),
+            "input_shape": [int(d) for d in sequence.input_shape], "incremental": sequence.incremental,
+            "tasks": len(sequence)}
+    for t, task in enumerate(sequence.tasks, start=1):
+        data[f"task {t} classes"] = [int(c) for c in task.classes]
+        for split in ("train", "validation", "test"):
+            part = getattr(task, split)
+            data[f"task {t} {split}"] = array_digest(part.xs, part.ys)
+    return {"format": CHECKPOINT_FORMAT,
+            "method": {"name": method.name, "likelihood": method.likelihood, "pad_tasks": bool(method.pad_tasks),
+                       "draws_per_step": int(method.draws_per_step)},
+            "method settings": _plain_json(method.settings, f"Method.settings of {method.name!r}"),
+            "model": {"name": model.name, "input_shape": [int(d) for d in model.input_shape],
+                      "n_outputs": int(model.n_outputs), "parameters": _key_paths(shapes)},
+            "data": data,
+            "seeds": [int(s) for s in seeds],
+            "grid": {k: np.asarray(v).tolist() for k, v in sorted(hyper.items())},
+            "training": {"epochs": int(method.epochs), "batch_size": int(method.batch_size)},
+            "code": code_version()}
+
+def _short(value) -> str:
+    text = "(absent)" if value is _ABSENT else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+_ABSENT = object()
+
+def _differences(stored, wanted, path: str = "") -> list[str]:
+    "'key old → new' for every leaf where two plain-JSON records differ (dicts compared key by key)."
+    if isinstance(stored, dict) and isinstance(wanted, dict):
+        out = []
+        for key in sorted(set(stored) | set(wanted), key=str):
+            out += _differences(stored.get(key, _ABSENT), wanted.get(key, _ABSENT), f"{path} {key}".strip())
+        return out
+    if stored == wanted:
+        return []
+    return [f"{path} {_short(stored)} → {_short(wanted)}".strip()]
+
+def fingerprint_changes(stored: dict, wanted: dict, limit: int = 4) -> list[str]:
+    "One line per part that differs, e.g. 'method settings changed: sample_size 10 → 20'."
+    lines = []
+    for part in sorted(set(stored) | set(wanted)):
+        a, b = stored.get(part, _ABSENT), wanted.get(part, _ABSENT)
+        if a == b:
+            continue
+        diffs = _differences(a, b)
+        if part == "code":
+            diffs = [f"{a} → {b} (bcl/*.py changed since the checkpoint was written)"]
+        shown = "; ".join(diffs[:limit]) + (f"; and {len(diffs) - limit} more" if len(diffs) > limit else "")
+        lines.append(f"{'bcl code' if part == 'code' else part} changed: {shown}")
+    return lines
+
+def _refuse(path, reason: str) -> ValueError:
+    return ValueError(f"The checkpoint {path} {reason}. Pass restart=True to train_sequence to discard it and start "
+                      "over, or delete the file (or pass another checkpoint path).")
+
+def _state_arrays(state: MethodState) -> dict[str, np.ndarray]:
+    arrays = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        if jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        arrays[f"state/{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
+    return arrays
+
+def save_checkpoint(path, state: MethodState, record: dict[str, np.ndarray], tasks_done: int, fingerprint: dict) -> Path:
+    "Write the state leaves (by key path), the arrays of `record`, `tasks_done` and `fingerprint` to `path` (.npz) atomically."
+    arrays = _state_arrays(state)
     arrays |= {f"record/{name}": np.asarray(value) for name, value in record.items()}
     arrays["tasks_done"] = np.array(tasks_done)
-    arrays["fingerprint"] = np.array(fingerprint)
+    arrays["fingerprint"] = np.array(json.dumps(fingerprint, sort_keys=True))
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return atomic_write_bytes(path, buffer.getvalue())
 
-def load_checkpoint(path, template: MethodState, fingerprint: str) -> tuple[MethodState, dict, int]:
+def load_checkpoint(path, template: MethodState, fingerprint: dict) -> tuple[MethodState, dict, int]:
     "Restore (state, record, tasks_done) written by `save_checkpoint`; `template` gives the state's structure."
-    with np.load(path) as data:
-        if str(data["fingerprint"]) != fingerprint:
-            raise ValueError(f"The checkpoint {path} belongs to a different run:\n  stored {data['fingerprint']}\n"
-                             f"  wanted {fingerprint}\nDelete it or pass another checkpoint path.")
-        leaves, treedef = jax.tree.flatten(template)
-        stored = [data[f"state/{i}"] for i in range(len(leaves))]
-        for i, (leaf, value) in enumerate(zip(leaves, stored)):
-            if np.shape(leaf) != value.shape:
-                raise ValueError(f"Checkpoint {path}: state leaf {i} has shape {value.shape}, expected {np.shape(leaf)}.")
-        record = {name[len("record/"):]: data[name] for name in data.files if name.startswith("record/")}
-        state = jax.tree.unflatten(treedef, [jnp.asarray(v) for v in stored])
-        return state, record, int(data["tasks_done"])
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            contents = {name: data[name] for name in data.files}
+    except Exception as error:  # a truncated or corrupt zip raises BadZipFile, EOFError, OSError, ValueError, ...
+        raise _refuse(path, f"cannot be read ({type(error).__name__}: {error}); it is truncated or corrupt") from None
+    try:
+        stored = json.loads(str(contents["fingerprint"]))
+        tasks_done = int(contents["tasks_done"])
+    except (KeyError, ValueError, TypeError) as error:
+        raise _refuse(path, f"has no readable fingerprint ({type(error).__name__}: {error})") from None
+    if not isinstance(stored, dict) or stored.get("format") != CHECKPOINT_FORMAT:
+        raise _refuse(path, f"was written by an older bcl (checkpoint format {stored.get('format') if isinstance(stored, dict) else None}, "
+                            f"not {CHECKPOINT_FORMAT}) and cannot be checked against this run")
+    changes = fingerprint_changes(stored, fingerprint)
+    if changes:
+        raise _refuse(path, "belongs to a different run: " + "; ".join(changes))
+    flat, treedef = jax.tree_util.tree_flatten_with_path(template)
+    wanted = [f"state/{jax.tree_util.keystr(p)}" for p, _ in flat]
+    present = {name for name in contents if name.startswith("state/")}
+    if present != set(wanted):
+        missing, extra = sorted(set(wanted) - present)[:3], sorted(present - set(wanted))[:3]
+        raise _refuse(path, f"holds other state leaves than this method has (missing {missing}, unexpected {extra})")
+    leaves = []
+    for name, (_, leaf) in zip(wanted, flat):
+        value = contents[name]
+        if jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key):
+            value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(leaf))
+            expected, got = np.shape(jax.random.key_data(leaf)), np.shape(jax.random.key_data(value))
+        else:
+            expected, got = np.shape(leaf), value.shape
+            if value.dtype != np.asarray(leaf).dtype:
+                raise _refuse(path, f"stores {name} as {value.dtype}, expected {np.asarray(leaf).dtype}")
+        if tuple(expected) != tuple(got):
+            raise _refuse(path, f"stores {name} with shape {tuple(got)}, expected {tuple(expected)}")
+        leaves.append(jnp.asarray(value))
+    record = {name[len("record/"):]: value for name, value in contents.items() if name.startswith("record/")}
+    if not 0 <= tasks_done:
+        raise _refuse(path, f"says {tasks_done} tasks are done")
+    return jax.tree.unflatten(treedef, leaves), record, tasks_done
 
 # %% ../nbs/07a_sequence.ipynb #1b9b8ecf
 class _Programs:
@@ -279,11 +404,16 @@ def _first_nonfinite(losses: np.ndarray, method: Method, t: int, configs, seeds)
 def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int] = (0,), *,
                    checkpoint: str | os.PathLike | None = None, progress: bool = True,
                    after_task: Callable | None = None, eval_chunk: int = 4096,
-                   check_finite: bool = True, fast_compile: bool | None = None) -> SequenceResult:
+                   check_finite: bool = True, fast_compile: bool | None = None,
+                   restart: bool = False) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
+    # restart: discard an existing `checkpoint` (e.g. one refused as stale) and start from task 1.
     check_sequence(method, sequence)
     hyper = _as_grid(hyper)
     configs = hyper_configs(hyper)
+    if isinstance(seeds, (str, bytes)) or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool)
+                                                   for s in seeds) or len(tuple(seeds)) == 0:
+        raise ValueError(f"seeds must be a non-empty sequence of integers, e.g. (0, 1, 2); got {seeds!r}.")
     seeds = tuple(int(s) for s in seeds)
     G, S, T = len(configs), len(seeds), len(sequence)
     timings = {"compile_s": 0.0, "run_s": 0.0}
@@ -297,10 +427,14 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
                                    method.draws_per_step)
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.epochs), np.nan)
-    fingerprint = _fingerprint(method, sequence, hyper, seeds)
     done = 0
+    fingerprint = run_fingerprint(method, sequence, hyper, seeds) if checkpoint is not None else None
+    if checkpoint is not None and restart:
+        Path(checkpoint).unlink(missing_ok=True)
     if checkpoint is not None and Path(checkpoint).exists():
         state, stored, done = load_checkpoint(checkpoint, state, fingerprint)
+        if done > T or set(stored) != set(record) or any(stored[k].shape != record[k].shape for k in record):
+            raise _refuse(checkpoint, f"holds records that do not fit this run ({done} tasks done of {T})")
         record.update(stored)
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
 
@@ -339,8 +473,9 @@ def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: S
             return vmap_program(train_then_end)
         _EpochProgress.bar = None if epoch_bar.disable else epoch_bar
         try:
-            (state_after, losses, _), c, r = PROGRAMS(
-                ("task", method, len(args[4]), rows_per_task is not None, on_epoch is not None), make, *args,
+            (state_after, losses, _), c, r = PROGRAMS(  # settings (a dict) is unhashable and fixes nothing the functions don't
+                ("task", method._replace(settings=None), len(args[4]), rows_per_task is not None, on_epoch is not None),
+                make, *args,
                 compiler_options=options)
             jax.effects_barrier()
         finally:

@@ -139,6 +139,7 @@ class Method(NamedTuple):
     task_data: Callable | None = None  # (sequence, t) -> Split
     pad_tasks: bool = False  # one compiled program for tasks of different sizes (see make_task_program)
     draws_per_step: int = 1  # parameter draws per loss or predict call (S of sampling methods); sets the compile level
+    settings: dict | None = None  # JSON-able record of the constructor's arguments (checkpoint fingerprints)
 
 def task_split(method: Method, sequence: TaskSequence, t: int) -> Split:
     "The training data of task `t` (1-based) for `method`."

@@ -134,6 +134,24 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int) 
             "final_average_accuracy": numbers["final_average_accuracy"]["mean"]}
 
 
+def prepare_task(cells_params: list[dict], data_dir: str | None) -> str:
+    "A Dask task: load the sequences of cells that share one extractor, so it is pre-trained once, not per cell."
+    _importable()
+    from bcl.table import load_cell_sequence
+    for params in cells_params:
+        load_cell_sequence(params, data_dir)
+    return ", ".join(f"{p['column']}/{p['method']}" for p in cells_params)
+
+
+def prepare_groups(cells: list["Cell"]) -> list[list[dict]]:
+    "One cell per target sequence, grouped by pre-training task (each group is prepared by one task, in order)."
+    groups: dict[str, dict[str, dict]] = {}
+    for cell in cells:
+        if cell.plan.pretraining:
+            groups.setdefault(cell.plan.pretraining, {}).setdefault(cell.plan.sequence, cell.params)
+    return [list(targets.values()) for targets in groups.values()]
+
+
 def kill_hook(params: dict) -> None:
     "Fault injection for tests: BCL_TABLE_KILL_ONCE=COLUMN/METHOD:MARKER kills this worker once, mid-cell."
     spec = os.environ.get("BCL_TABLE_KILL_ONCE")
@@ -261,6 +279,14 @@ def main(argv=None) -> int:
         ensure_kernel()
         client, n_gpus = make_client(args.scheduler, args.workers, args.slurm)
         try:
+            groups = prepare_groups(todo)
+            if groups:  # extractors and features first, each pre-trained once (cached under the data folder)
+                print(f"preparing {sum(map(len, groups))} feature sequences ({len(groups)} extractors)", flush=True)
+                for future in as_completed([client.submit(prepare_task, g, data_dir, pure=False) for g in groups]):
+                    try:
+                        future.result()
+                    except Exception as error:  # the cells themselves will fail and record why
+                        print(f"preparation failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
             futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, n_gpus, pure=False,
                                      key=f"cell-{c.params['column']}-{c.params['method']}-{c.hash}") for c in todo]
             futures += [client.submit(run_visualisation_task, [str(ROOT / f) for f in files],

@@ -125,3 +125,20 @@ def test_slurm_config_renders_a_gpu_job_script():
     finally:
         cluster.close()
     assert "#SBATCH --gres=gpu:1" in script and "--nthreads 1" in script, script
+
+
+def test_representative_subset_and_its_ledger(tmp_path):
+    "One smoke cell per column and per method through the whole batch path, then the ledger of the batch."
+    out = tmp_path / "out"
+    result = run(["--profile", "smoke", "--subset", "representative", "--workers", "2", "--out", str(out)], tmp_path,
+                 timeout=3000)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    cells = [p.parent for p in (out / "smoke").glob("*/*/numbers.json")]
+    assert len({c.parent.name for c in cells}) == 14 and len({c.name for c in cells}) == 13, cells
+    ledger = subprocess.run([sys.executable, str(ROOT / "experiments" / "ledger.py"), "faa", "--profile", "smoke",
+                             "--out", str(out), "--tables", str(tmp_path), "--figures", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT, env=environment(tmp_path))
+    assert ledger.returncode == 0, ledger.stderr[-3000:]
+    summary = json.loads((tmp_path / "faa_smoke.json").read_text())["summary"]
+    assert summary["substitute data"] == 14 and summary["not run"] == 182 - 14, summary
+    assert (tmp_path / "faa_smoke.png").stat().st_size > 10_000

@@ -1,0 +1,370 @@
+"""Seconds per training step and peak memory of every method on every network of the paper; prints JSON lines.
+Runs on any backend (CPU here, CUDA on the lent GPU machines); then projects the GPU-hours of Table faa.
+
+Measure (default): for each (model, method), the compiled task program of `bcl.train.make_task_program`, vmapped as
+`bcl.sequence.train_sequence` vmaps it (the method's hyperparameter grid: EWC 5 configurations, SI 15, others 1;
+`--seeds` seeds, 5 by default), on synthetic random data of the model's input shape (`--n` points per task, 2 tasks),
+with the paper's batch sizes (64 for the FCNN and the linear head, 32 for the CNNs; ER's and the L-methods' batches
+as `bcl.paper.map_settings` / `bcl.svi.svi_suite` set them), S = 10 draws, K = 3 components, 10 classes. Compilation is timed apart
+(`compile_s`), then the program runs once to warm up and `--repeats` times; `s_per_step` is the best run time over the
+number of optimiser steps (each step updates every configuration and seed at once). Every (model, method) runs in a
+fresh subprocess, so `peak_bytes` (`jax.devices()[0].memory_stats()["peak_bytes_in_use"]`, null where the backend
+keeps no statistics, as on CPU) and `max_rss_bytes` (the process's maximum resident set) are its own.
+`xla_temp_bytes` is XLA's own count of the program's scratch memory (`compiled.memory_analysis()`, any backend).
+
+Models: fcnn256 (28×28×1), cnn_mnist (28×28×1), cnn6 (32×32×3), linear64 / linear512 (the linear head on 64-d and
+512-d features), resnet18 (pre-training on 32×32×3, 100 classes, fine-tuning loss, batch 64, one seed) and
+cnn_mnist_pretrain (pre-training on EMNIST Letters, 26 classes, batch 64, one seed). Pre-training models run only
+"finetuning".
+
+Usage:
+  python benchmarks/gpu.py [--models fcnn256 cnn6 ...] [--methods joint ewc P-G-VCL ...] [--seeds 5] [--steps 20]
+                           [--n 256] [--repeats 3] [--quick] [--cpu-reference FILE.jsonl] [--out FILE.jsonl]
+  python benchmarks/gpu.py --project MEASURED.jsonl     # projected GPU-hours per Table faa cell and in total
+
+`--quick`: a smoke run (one epoch over 2 batches of the largest batch size, one timed repeat).
+`--cpu-reference FILE`: earlier lines (e.g. benchmarks/results/gpu_cpu_quick.jsonl) matched by (model, method);
+each new line gains "cpu_s_per_step" and "speedup" (per configuration × seed when those counts differ).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# ---------------------------------------------------------------------------------------------------------------
+# Projection assumptions (Table faa of the paper; batch sizes from its Table hp). One place, edit here.
+# ---------------------------------------------------------------------------------------------------------------
+PROJECTION = {
+    "epochs": 20,  # every method and pre-training, Table hp
+    # Training points per sequence after the splits of bcl.data.assemble_sequence (official test set where there is
+    # one; 20 % of the training pool held out for validation; without a test set, 20 % test then 20 % validation).
+    "train_points": {
+        "mnist": 48_000,      # 60,000 MNIST training images − 20 % validation; CI and DI use all 10 digits
+        "cifar10": 40_000,    # 50,000 − 20 %
+        "cifar8": 32_000,     # CIFAR-10 without bird and frog: 8 classes × 4,000
+        "ham8": 6_410,        # HAM10000's 10,015 images × 0.8 (test) × 0.8 (validation), bcl.isic
+        "ham6": 6_109,        # HAM-8 without vascular lesion (142) and actinic keratosis (~327), × 0.64; approximate
+        "emnistletters": 71_040,  # 88,800 EMNIST Letters training images − 20 %
+        "cifar100": 40_000,   # 50,000 − 20 %
+        "bcn12": 12_126,      # BCN20000's ~18,946 labelled images × 0.64; approximate
+    },
+    "tasks": {"mnist": 5, "cifar10": 5, "cifar8": 4, "ham8": 4, "ham6": 3},
+    # Table faa columns: (sequence data, model measured, pre-training the features come from or None).
+    "columns": {
+        "fe/CI MNIST": ("mnist", "linear64", "emnistletters"),
+        "fe/CI CIFAR-10": ("cifar10", "linear512", "cifar100"),
+        "fe/CI HAM-8": ("ham8", "linear512", "bcn12"),
+        "fe/DI MNIST": ("mnist", "linear64", "emnistletters"),
+        "fe/DI CIFAR-8": ("cifar8", "linear512", "cifar100"),
+        "fe/DI HAM-6": ("ham6", "linear512", "bcn12"),
+        "CI MNIST FCNN": ("mnist", "fcnn256", None),
+        "CI MNIST CNN": ("mnist", "cnn_mnist", None),
+        "DI MNIST FCNN": ("mnist", "fcnn256", None),
+        "DI MNIST CNN": ("mnist", "cnn_mnist", None),
+        "CI CIFAR-10 CNN": ("cifar10", "cnn6", None),
+        "DI CIFAR-8 CNN": ("cifar8", "cnn6", None),
+        "CI HAM-8 CNN": ("ham8", "cnn6", None),
+        "DI HAM-6 CNN": ("ham6", "cnn6", None),
+    },
+    # Pre-training runs once each (one network, one seed), shared by the columns that use its features.
+    "pretraining": {"emnistletters": "cnn_mnist_pretrain", "cifar100": "resnet18", "bcn12": "resnet18"},
+    # Per-step costs are measured with 10 outputs (CI); DI columns (1 sigmoid output) are assumed to cost the same.
+    # The measured step already holds the 5 vmapped seeds and the EWC (×5) / SI (×15) grids, so nothing multiplies
+    # them again. Joint trains at task t on tasks 1..t: (T + 1) / 2 times the steps of one pass over the data.
+    # Evaluation after each task, end-of-task work (Fisher, coresets) and compilation are left out.
+}
+
+MODELS = {  # name: (network, input shape, outputs, batch size, bcl.svi preset, inducing bounds, kind)
+    "fcnn256": ("fcnn256", (28, 28, 1), 10, 64, "image", (0.0, 1.0), "cl"),
+    "cnn_mnist": ("cnn_mnist", (28, 28, 1), 10, 32, "image_cnn", (0.0, 1.0), "cl"),
+    "cnn6": ("cnn6", (32, 32, 3), 10, 32, "image_cnn", (0.0, 1.0), "cl"),
+    "linear64": ("linear", (64,), 10, 64, "image", (-1.0, 6.0), "cl"),
+    "linear512": ("linear", (512,), 10, 64, "image", (-1.0, 6.0), "cl"),
+    "resnet18": ("resnet18", (32, 32, 3), 100, 64, None, None, "pretraining"),
+    "cnn_mnist_pretrain": ("cnn_mnist_pretrain", (28, 28, 1), 26, 64, None, None, "pretraining"),
+}
+DEFAULT_MODELS = ("fcnn256", "cnn_mnist", "cnn6", "linear64", "linear512", "resnet18")
+MAP_METHODS = ("joint", "finetuning", "ewc", "si", "er")
+SVI_METHODS = ("P-G-VCL", "L-G-VCL", "P-GM-VCL", "L-GM-VCL", "P-G-SFSVI", "L-G-SFSVI", "P-GM-SFSVI", "L-GM-SFSVI")
+METHODS = MAP_METHODS + SVI_METHODS
+CORESET_SIZE = 256
+
+
+def _provenance() -> dict:
+    try:
+        from bcl.provenance import provenance
+        return provenance()
+    except Exception:  # bcl.provenance absent or failing: the minimum to tell runs apart
+        import jax
+        def git(*args):
+            try:
+                return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+            except Exception:
+                return None
+        return {"git_commit": git("rev-parse", "HEAD"), "git_dirty": bool(git("status", "--porcelain", "bcl")),
+                "jax": jax.__version__, "jaxlib": getattr(__import__("jaxlib"), "__version__", None),
+                "python": platform.python_version(), "machine": platform.machine()}
+
+
+def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str):
+    "(method, hyper, seeds override or None) for `method_name` on model `model_name` with the paper's settings."
+    from bcl.map import finetuning, map_suite
+    from bcl.models import make_model
+    from bcl.svi import svi_suite
+    network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]
+    model = make_model(network, outputs, shape, conv_impl=conv_impl if network.startswith("cnn") else "xla")
+    if kind == "pretraining":
+        if method_name != "finetuning":
+            raise ValueError(f"{model_name} is a pre-training network: only 'finetuning' is measured on it.")
+        return finetuning(model, "softmax", batch_size=batch, epochs=epochs), {"learning_rate": 0.001}
+    if method_name in MAP_METHODS:
+        try:  # the paper's Table hp via bcl.paper when present (ER's batch), else the same numbers spelt out
+            from bcl.paper import map_settings
+            settings = map_settings(preset) | {"epochs": epochs}
+        except ImportError:
+            settings = dict(learning_rate=0.01, batch_size=batch, er_batch=batch // 2, coreset_size=CORESET_SIZE,
+                            epochs=epochs)
+        return map_suite(model, "softmax", **settings)[method_name]
+    suite = svi_suite(model, "softmax", preset, inducing_low=bounds[0], inducing_high=bounds[1],
+                      names=[method_name], epochs=epochs)
+    (entry,) = suite.values()  # keyed by the label or, with bcl.paper, by the lower-case canonical name
+    return entry
+
+
+def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int, repeats: int,
+            conv_impl: str) -> dict:
+    "One (model, method): compile, warm up, time; the JSON record."
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from bcl.core import Split, Task, TaskSequence, tree_size
+    from bcl.sequence import _as_grid, fast_compile_options
+    from bcl.train import make_task_program, n_batches, vmap_program
+
+    network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]
+    if kind == "pretraining":
+        seeds = 1  # one network is pre-trained
+    probe, _ = build_method(model_name, method_name, 1, conv_impl)
+    per_epoch = n_batches(n, probe.batch_size)
+    epochs = max(1, math.ceil(steps / per_epoch))
+    method, hyper = build_method(model_name, method_name, epochs, conv_impl)
+    grid = {k: jnp.asarray(v) for k, v in _as_grid(hyper).items()}
+    G = len(grid["learning_rate"])
+
+    rng = np.random.default_rng(0)
+    low, high = bounds if bounds is not None else (0.0, 1.0)
+    rows = max(n, CORESET_SIZE)  # the sequence's tasks must hold a coreset (methods check it at init)
+    all_xs = rng.uniform(low, high, size=(rows, *shape)).astype(np.float32)
+    all_ys = rng.integers(0, outputs, rows).astype(np.int32)
+    split = Split(all_xs, all_ys)
+    xs, ys = all_xs[:n], all_ys[:n]  # what the timed program trains on
+    sequence = TaskSequence("bench", (Task(split, split, split, tuple(range(outputs))),) * 2, outputs, "softmax",
+                            tuple(shape), (all_xs.min(0), all_xs.max(0)))
+    keys = jnp.stack([jax.random.key(s) for s in range(seeds)])
+    state = jax.vmap(lambda k: method.init(k, sequence))(keys)
+    state = jax.tree.map(lambda x: jnp.broadcast_to(x, (G, *x.shape)), state)
+    options = fast_compile_options(tree_size(state.params) // (G * seeds), None, method.draws_per_step)
+    padded = method.pad_tasks
+    args = (jax.random.split(jax.random.key(1), seeds), state, grid, jnp.asarray(xs), jnp.asarray(ys), jnp.int32(2))
+    if padded:
+        args = args + (jnp.int32(n),)
+    program = jax.jit(vmap_program(make_task_program(method, n, padded=padded)))
+
+    start = time.perf_counter()
+    compiled = program.lower(*args).compile(compiler_options=options or None)
+    compile_s = time.perf_counter() - start
+    try:
+        analysis = compiled.memory_analysis()
+        temp_bytes = int(analysis.temp_size_in_bytes) if analysis is not None else None
+    except Exception:
+        temp_bytes = None
+    jax.block_until_ready(compiled(*args))  # warm-up: first-run allocations
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        best = min(best, time.perf_counter() - start)
+    n_steps = epochs * per_epoch
+    device = jax.devices()[0]
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:
+        stats = {}
+    return {"benchmark": "gpu_step", "model": model_name, "network": network, "input_shape": list(shape),
+            "outputs": outputs, "method": method_name, "backend": jax.default_backend(),
+            "device_kind": device.device_kind, "seeds": seeds, "configs": G, "batch_size": method.batch_size,
+            "steps_timed": n_steps, "points_per_task": n, "s_per_step": best / n_steps,
+            "compile_s": round(compile_s, 3), "peak_bytes": stats.get("peak_bytes_in_use"),
+            "xla_temp_bytes": temp_bytes,
+            "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "parameters_per_copy": tree_size(state.params) // (G * seeds), "draws_per_step": method.draws_per_step,
+            "conv_impl": conv_impl if network.startswith("cnn") else None,
+            "compiler_options": options, "repeats": repeats, "provenance": _provenance()}
+
+
+def _combinations(models, methods):
+    for model in models:
+        for method in methods:
+            if MODELS[model][6] == "pretraining" and method != "finetuning":
+                continue
+            yield model, method
+
+
+def _read_jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip().startswith("{")]
+
+
+def _with_reference(line: dict, reference: dict) -> dict:
+    cpu = reference.get((line["model"], line["method"]))
+    if cpu is None or not line.get("s_per_step"):
+        return line
+    same = (cpu["seeds"], cpu.get("configs", 1)) == (line["seeds"], line.get("configs", 1))
+    copies = lambda r: r["seeds"] * r.get("configs", 1)
+    speedup = (cpu["s_per_step"] / line["s_per_step"] if same else
+               (cpu["s_per_step"] / copies(cpu)) / (line["s_per_step"] / copies(line)))
+    return line | {"cpu_s_per_step": cpu["s_per_step"], "cpu_seeds": cpu["seeds"], "speedup": round(speedup, 2),
+                   "speedup_basis": "per step" if same else "per configuration × seed"}
+
+
+def run_all(args) -> None:
+    reference = {}
+    if args.cpu_reference:
+        reference = {(r["model"], r["method"]): r for r in _read_jsonl(args.cpu_reference)
+                     if r.get("benchmark") == "gpu_step" and r.get("backend") == "cpu"}
+    out = open(args.out, "a") if args.out else None
+    for model, method in _combinations(args.models, args.methods):
+        if args.in_process:
+            line = measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
+                           conv_impl=args.conv_impl)
+        else:
+            command = [sys.executable, __file__, "--one", model, method, "--seeds", str(args.seeds), "--steps",
+                       str(args.steps), "--n", str(args.n), "--repeats", str(args.repeats), "--conv-impl",
+                       args.conv_impl]
+            start = time.perf_counter()
+            done = subprocess.run(command, capture_output=True, text=True)
+            lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+            if done.returncode != 0 or not lines:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                line = {"benchmark": "gpu_step", "model": model, "method": method, "error": " | ".join(tail),
+                        "returncode": done.returncode}
+            else:
+                line = json.loads(lines[-1])
+            line["process_wall_s"] = round(time.perf_counter() - start, 2)
+        line = _with_reference(line, reference)
+        text = json.dumps(line)
+        print(text, flush=True)
+        if out:
+            out.write(text + "\n")
+            out.flush()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Projection
+# ---------------------------------------------------------------------------------------------------------------
+def steps_per_run(method: str, batch_size: int, data: str, epochs: int) -> int:
+    "Optimiser steps of one run of `method` over the sequence `data` (all its tasks, `epochs` epochs per task)."
+    n, T = PROJECTION["train_points"][data], PROJECTION["tasks"][data]
+    per_task = math.ceil(n / T / batch_size)
+    passes = (T + 1) / 2 if method == "joint" else 1.0  # joint: task t trains on t tasks' data
+    return int(round(epochs * T * per_task * passes))
+
+
+def project(measured: list[dict], methods=METHODS) -> list[dict]:
+    "GPU-seconds per Table faa cell (every method, 5 seeds, the EWC/SI grids) and per pre-training, from s/step lines."
+    table = {(r["model"], r["method"]): r for r in measured if r.get("s_per_step")}
+    epochs = PROJECTION["epochs"]
+    rows = []
+    for column, (data, model, pretraining) in PROJECTION["columns"].items():
+        cell = {"column": column, "model": model, "data": data, "methods": {}, "missing": []}
+        for method in methods:
+            r = table.get((model, method))
+            if r is None:
+                cell["missing"].append(method)
+                continue
+            steps = steps_per_run(method, r["batch_size"], data, epochs)
+            cell["methods"][method] = {"steps": steps, "seconds": steps * r["s_per_step"], "seeds": r["seeds"],
+                                       "configs": r.get("configs", 1)}
+        cell["seconds"] = sum(m["seconds"] for m in cell["methods"].values())
+        rows.append(cell)
+    for data, model in PROJECTION["pretraining"].items():
+        r = table.get((model, "finetuning"))
+        n = PROJECTION["train_points"][data]
+        cell = {"column": f"pretraining {data}", "model": model, "data": data, "methods": {}, "missing": []}
+        if r is None:
+            cell["missing"].append("finetuning")
+        else:
+            steps = epochs * math.ceil(n / r["batch_size"])
+            cell["methods"]["finetuning"] = {"steps": steps, "seconds": steps * r["s_per_step"], "seeds": r["seeds"],
+                                             "configs": 1}
+        cell["seconds"] = sum(m["seconds"] for m in cell["methods"].values())
+        rows.append(cell)
+    return rows
+
+
+def print_projection(path) -> None:
+    measured = [r for r in _read_jsonl(path) if r.get("benchmark") == "gpu_step"]
+    rows = project(measured)
+    kinds = sorted({(r.get("backend"), r.get("device_kind")) for r in measured})
+    for row in rows:
+        print(json.dumps({"benchmark": "gpu_projection", **row, "hours": row["seconds"] / 3600}))
+    total = sum(r["seconds"] for r in rows)
+    print(f"\nProjected device-hours from {path} (measured on {kinds}); 20 epochs, full data, every method, "
+          "5 seeds and the EWC/SI grids vmapped; evaluation and compilation excluded.\n", file=sys.stderr)
+    print(f"| {'cell':<28} | {'model':<18} | {'hours':>8} | slowest method (hours) | missing |", file=sys.stderr)
+    print(f"|{'-' * 30}|{'-' * 20}|{'-' * 10}|{'-' * 24}|{'-' * 9}|", file=sys.stderr)
+    for r in rows:
+        slowest = max(r["methods"].items(), key=lambda kv: kv[1]["seconds"], default=None)
+        slow = f"{slowest[0]} ({slowest[1]['seconds'] / 3600:.2f})" if slowest else "-"
+        print(f"| {r['column']:<28} | {r['model']:<18} | {r['seconds'] / 3600:8.2f} | {slow:<22} | "
+              f"{len(r['missing'])} |", file=sys.stderr)
+    print(f"\nTotal: {total / 3600:.2f} device-hours" +
+          (" (cells with missing measurements count only what was measured)" if any(r["missing"] for r in rows)
+           else ""), file=sys.stderr)
+    print(json.dumps({"benchmark": "gpu_projection_total", "hours": total / 3600, "source": str(path),
+                      "devices": [list(k) for k in kinds]}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS), choices=list(MODELS))
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20, help="at least this many optimiser steps timed per run")
+    parser.add_argument("--n", type=int, default=256, help="synthetic points per task")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--conv-impl", choices=["patches", "xla"], default="patches",
+                        help="convolutions of the cnn* networks (bcl.svi.SEQUENCE_SETTINGS uses patches)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: one epoch of 2 batches, one repeat")
+    parser.add_argument("--cpu-reference", default=None, help="JSONL of earlier CPU lines to compare with")
+    parser.add_argument("--out", default=None, help="also append the lines to this JSONL file")
+    parser.add_argument("--in-process", action="store_true", help="no subprocess per measurement (peaks accumulate)")
+    parser.add_argument("--project", default=None, metavar="MEASURED.jsonl", help="print projected device-hours")
+    parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.project:
+        print_projection(args.project)
+        return
+    if args.quick:
+        args.steps, args.repeats = 1, 1
+        args.n = 2 * max(MODELS[m][3] for m in args.models)
+    if args.one:
+        model, method = args.one
+        print(json.dumps(measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
+                                 conv_impl=args.conv_impl)), flush=True)
+        return
+    run_all(args)
+
+
+if __name__ == "__main__":
+    main()
