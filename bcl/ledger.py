@@ -57,19 +57,17 @@ def entry_from_numbers(numbers: dict) -> Entry:
                  numbers.get("substitute") or "")
 
 # %% ../nbs/14_ledger.ipynb #49e2be74
-def collect(folder: str | os.PathLike) -> dict[tuple[str, str], Entry]:
-    "Every (column, method) of Table faa with its entry, from the batch folder `folder`."
-    from bcl.table import read_cell
+def collect(folder: str | os.PathLike, profile: str | None = None) -> dict[tuple[str, str], Entry]:
+    "Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile)."
+    from bcl.table import missing_data, plan_cell, read_cell
     folder = Path(folder)
+    profile = profile or folder.name.split("-")[0]
     absent = {}
-    batch = folder / "batch.json"
-    if batch.exists():
-        try:
-            for cell in json.loads(batch.read_text()).get("cells", []):
-                if cell.get("status") == "data not present":
-                    absent[cell["cell"]] = "; ".join(cell.get("missing", []))[:200]
-        except (OSError, ValueError):
-            pass
+    for column in FAA_COLUMNS:
+        missing = missing_data(plan_cell(column, TABLE_METHODS[0], profile))
+        for method in TABLE_METHODS:
+            if missing:
+                absent[f"{column.key}/{method}"] = "; ".join(line.split(":")[0] for line in missing)
     entries = {}
     for column in FAA_COLUMNS:
         for method in TABLE_METHODS:

@@ -101,7 +101,7 @@ def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
 PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,
                       "displitcifar8": 32_000}  # 80 % of the training set of the classes used (Appendix A)
 SCHEDULES = ("epochs", "steps")
-SMOKE = dict(epochs=1, batch_size=4, n_inducing=8, sample_size=2, predict_sample_size=2, mock_examples=1000, points=16,
+SMOKE = dict(epochs=1, batch_size=4, n_inducing=8, sample_size=2, predict_sample_size=2, mock_examples=3000, points=16,
              pretrain_examples=48, pretrain_epochs=1)
 
 def cell_parameters(column: str, method: str, profile: str, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
@@ -156,15 +156,19 @@ def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_c
     return folder
 
 @contextmanager
-def smoke_data(data_dir: str | os.PathLike):
-    "Mock tfds data while the block runs, and fake HAM10000 and BCN20000 archives under `data_dir`."
+def smoke_data(data_dir: str | os.PathLike, names: Sequence[str]):
+    "Fake HAM10000 and BCN20000 archives under `data_dir`, and mock tfds data while the block runs if `names` need it."
     import tensorflow_datasets as tfds
+    from bcl.data import sequence_spec
     from bcl.isic import BCN12_CLASSES, HAM6_CLASSES, HAM8_CLASSES
     for folder, diagnoses in (("HAM10000", sorted(set(HAM8_CLASSES) | set(HAM6_CLASSES))),
                               ("BCN20000", BCN12_CLASSES)):
         if not (Path(data_dir) / folder / "metadata.csv").exists():
             write_fake_isic(Path(data_dir) / folder, diagnoses)
-    with tfds.testing.mock_data(num_examples=SMOKE["mock_examples"]):
+    if any(sequence_spec(name).source.startswith("tensorflow-datasets") for name in names):
+        with tfds.testing.mock_data(num_examples=SMOKE["mock_examples"]):  # not around ISIC: tfds would mock it too
+            yield
+    else:
         yield
 
 # %% ../nbs/13_table.ipynb #79701f39
@@ -188,7 +192,8 @@ def load_cell_sequence(params: dict, data_dir: str | None = None, progress: bool
     from bcl.data import load_sequence
     from bcl.features import feature_sequence
     plan = plan_cell(params["column"], params["method"], params["profile"])
-    context = smoke_data(data_dir) if plan.profile == "smoke" else nullcontext()
+    names = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
+    context = smoke_data(data_dir, names) if plan.profile == "smoke" else nullcontext()
     features_dir = None if data_dir is None else Path(data_dir) / "features"
     with context:
         if plan.pretraining is None:
