@@ -15,13 +15,14 @@ import numpy as np
 from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE_METHODS
 
 # %% auto #0
-__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'STATUSES', 'Entry', 'tolerance', 'judge', 'entry_from_numbers', 'collect', 'orderings',
-           'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'write_ledger']
+__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'Entry', 'tolerance', 'judge', 'entry_from_numbers',
+           'collect', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
 AGREE_SDS = 2.0  # ... or within this many of our seed standard deviations
-STATUSES = ("agrees", "differs", "substitute data", "data not present", "failed", "not run")
+NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is listed as "needs a GPU"
+STATUSES = ("agrees", "differs", "substitute data", "data not present", "failed", "needs a GPU", "not run")
 
 class Entry(NamedTuple):
     "One cell of the ledger: ours (mean, sd, n) or None, the paper's number, Δ and the status."
@@ -33,6 +34,7 @@ class Entry(NamedTuple):
     paper: float
     status: str
     note: str = ""
+    code: str = ""  # the bcl code version (`bcl.provenance.code_version`) the numbers came from
 
     @property
     def delta(self) -> float | None:
@@ -54,10 +56,11 @@ def entry_from_numbers(numbers: dict) -> Entry:
     paper = FAA_PUBLISHED[numbers["column"]][numbers["method"]]
     status = judge(faa["mean"], faa["std"], paper, numbers.get("substitute"))
     return Entry(numbers["column"], numbers["method"], faa["mean"], faa["std"], faa["n"], paper, status,
-                 numbers.get("substitute") or "")
+                 numbers.get("substitute") or "", numbers.get("provenance", {}).get("bcl_code") or "")
 
 # %% ../nbs/14_ledger.ipynb #49e2be74
-def collect(folder: str | os.PathLike, profile: str | None = None) -> dict[tuple[str, str], Entry]:
+def collect(folder: str | os.PathLike, profile: str | None = None,
+            projection: dict | None = None) -> dict[tuple[str, str], Entry]:
     "Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile)."
     from bcl.table import missing_data, plan_cell, read_cell
     folder = Path(folder)
@@ -83,8 +86,17 @@ def collect(folder: str | os.PathLike, profile: str | None = None) -> dict[tuple
                 entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, "failed",
                                                     _error_note(cell / "error.json"))
             else:
-                entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, "not run", why)
+                entries[column.key, method] = _not_run(column.key, method, paper, why,
+                                                       (projection or {}).get(f"{column.key}/{method}"))
     return entries
+
+def _not_run(column: str, method: str, paper: float, why: str, projected: dict | None) -> Entry:
+    "A cell without numbers: 'needs a GPU' when its projected hours exceed `NEEDS_GPU_HOURS`, else 'not run'."
+    if not projected or projected.get("hours") is None:
+        return Entry(column, method, None, None, 0, paper, "not run", why)
+    hours = float(projected["hours"])
+    note = f"projected {hours:.2f} h on {projected.get('device', 'the CPU')}"
+    return Entry(column, method, None, None, 0, paper, "needs a GPU" if hours > NEEDS_GPU_HOURS else "not run", note)
 
 def _error_note(path: Path) -> str:
     try:
@@ -144,7 +156,20 @@ def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> s
         lines.append("")
     counts = {s: sum(e.status == s for e in entries.values()) for s in STATUSES}
     lines += ["## Status of the 182 cells\n", "| " + " | ".join(STATUSES) + " |", "|---" * len(STATUSES) + "|",
-              "| " + " | ".join(str(counts[s]) for s in STATUSES) + " |", "", "## The paper's orderings per column\n",
+              "| " + " | ".join(str(counts[s]) for s in STATUSES) + " |", ""]
+    codes = {}
+    for e in entries.values():
+        if e.code:
+            codes[e.code] = codes.get(e.code, 0) + 1
+    if codes:
+        lines += ["The cells ran on bcl code " + ", ".join(f"`{k}` ({n} cells)" for k, n in sorted(codes.items())) +
+                  " (`bcl.provenance.code_version`).\n"]
+    pending = [e for e in entries.values() if e.status in ("needs a GPU", "not run") and e.note.startswith("projected")]
+    if pending:
+        lines += [f"Cells not run, with their projected wall time (\"needs a GPU\" above {NEEDS_GPU_HOURS:g} h):\n",
+                  "| cell | status | projection |", "|---|---|---|"]
+        lines += [f"| {e.column}/{e.method} | {e.status} | {e.note} |" for e in pending] + [""]
+    lines += ["## The paper's orderings per column\n",
               "`holds` / `breaks` / `–` (not all methods run); exceptions listed.\n",
               "| column | ordering | paper | ours | exceptions (ours) |", "|---|---|---|---|---|"]
     for c in FAA_COLUMNS:
@@ -198,14 +223,15 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
     return fig
 
 # %% ../nbs/14_ledger.ipynb #47eb8de8
-def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "") -> dict[str, Path]:
+def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
+                 projection: dict | None = None) -> dict[str, Path]:
     "Assemble the ledger of the batch in `batch_folder`; returns the paths written."
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.provenance import provenance
     from bcl.table import read_cell
-    entries = collect(batch_folder)
+    entries = collect(batch_folder, projection=(projection or {}).get("cells"))
     tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", markdown_ledger(entries, title).encode()),
              "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
@@ -223,6 +249,7 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     summary = {s: sum(e.status == s for e in entries.values()) for s in STATUSES}
     paths["json"] = atomic_write_json(tables_folder / f"faa_{name}.json", {
         "name": name, "title": title, "summary": summary, "cells": cells, "provenance": provenance(),
+        "projection": projection,
         "orderings": {c.key: orderings(entries, c.key) for c in FAA_COLUMNS}})
     fig = ledger_figure(entries, title)
     for suffix, dpi in (("png", 150), ("pdf", None)):

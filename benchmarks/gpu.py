@@ -20,6 +20,7 @@ cnn_mnist_pretrain (pre-training on EMNIST Letters, 26 classes, batch 64, one se
 Usage:
   python benchmarks/gpu.py [--models fcnn256 cnn6 ...] [--methods joint ewc P-G-VCL ...] [--seeds 5] [--steps 20]
                            [--n 256] [--repeats 3] [--quick] [--cpu-reference FILE.jsonl] [--out FILE.jsonl]
+                           [--component-noise independent|collapsed]
   python benchmarks/gpu.py --project MEASURED.jsonl     # projected GPU-hours per Table faa cell and in total
 
 `--quick`: a smoke run (one epoch over 2 batches of the largest batch size, one timed repeat).
@@ -117,7 +118,7 @@ def _provenance() -> dict:
                 "python": platform.python_version(), "machine": platform.machine()}
 
 
-def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str):
+def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str, component_noise: str = "independent"):
     "(method, hyper, seeds override or None) for `method_name` on model `model_name` with the paper's settings."
     from bcl.map import finetuning, map_suite
     from bcl.models import make_model
@@ -136,14 +137,15 @@ def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str)
             settings = dict(learning_rate=0.01, batch_size=batch, er_batch=batch // 2, coreset_size=CORESET_SIZE,
                             epochs=epochs)
         return map_suite(model, "softmax", **settings)[method_name]
+    noise = {"component_noise": component_noise} if "-GM-" in method_name.upper() else {}
     suite = svi_suite(model, "softmax", preset, inducing_low=bounds[0], inducing_high=bounds[1],
-                      names=[method_name], epochs=epochs)
+                      names=[method_name], epochs=epochs, **noise)
     (entry,) = suite.values()  # keyed by the label or, with bcl.paper, by the lower-case canonical name
     return entry
 
 
 def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int, repeats: int,
-            conv_impl: str) -> dict:
+            conv_impl: str, component_noise: str = "independent") -> dict:
     "One (model, method): compile, warm up, time; the JSON record."
     import jax
     import jax.numpy as jnp
@@ -155,10 +157,10 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
     network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]
     if kind == "pretraining":
         seeds = 1  # one network is pre-trained
-    probe, _ = build_method(model_name, method_name, 1, conv_impl)
+    probe, _ = build_method(model_name, method_name, 1, conv_impl, component_noise)
     per_epoch = n_batches(n, probe.batch_size)
     epochs = max(1, math.ceil(steps / per_epoch))
-    method, hyper = build_method(model_name, method_name, epochs, conv_impl)
+    method, hyper = build_method(model_name, method_name, epochs, conv_impl, component_noise)
     grid = {k: jnp.asarray(v) for k, v in _as_grid(hyper).items()}
     G = len(grid["learning_rate"])
 
@@ -210,6 +212,7 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
             "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "parameters_per_copy": tree_size(state.params) // (G * seeds), "draws_per_step": method.draws_per_step,
             "conv_impl": conv_impl if network.startswith("cnn") else None,
+            "component_noise": component_noise if "-GM-" in method_name.upper() else None,
             "compiler_options": options, "repeats": repeats, "provenance": _provenance()}
 
 
@@ -246,11 +249,11 @@ def run_all(args) -> None:
     for model, method in _combinations(args.models, args.methods):
         if args.in_process:
             line = measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
-                           conv_impl=args.conv_impl)
+                           conv_impl=args.conv_impl, component_noise=args.component_noise)
         else:
             command = [sys.executable, __file__, "--one", model, method, "--seeds", str(args.seeds), "--steps",
                        str(args.steps), "--n", str(args.n), "--repeats", str(args.repeats), "--conv-impl",
-                       args.conv_impl]
+                       args.conv_impl, "--component-noise", args.component_noise]
             start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True)
             lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
@@ -350,6 +353,9 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="also append the lines to this JSONL file")
     parser.add_argument("--in-process", action="store_true", help="no subprocess per measurement (peaks accumulate)")
     parser.add_argument("--project", default=None, metavar="MEASURED.jsonl", help="print projected device-hours")
+    parser.add_argument("--component-noise", choices=["independent", "collapsed"], default="independent",
+                        help="the GM methods' sampler (bcl.mixture): the authors' independent draws, or the collapsed "
+                             "one-normal draw of the same law that the offline profile uses")
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.project:
@@ -361,7 +367,7 @@ def main() -> None:
     if args.one:
         model, method = args.one
         print(json.dumps(measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
-                                 conv_impl=args.conv_impl)), flush=True)
+                                 conv_impl=args.conv_impl, component_noise=args.component_noise)), flush=True)
         return
     run_all(args)
 

@@ -5,11 +5,14 @@ Usage: python experiments/ledger.py faa [--profile offline|paper|smoke] [--sched
 
 Reads OUT/<profile>/<column>/<method>/numbers.json (written by experiments/run_table.py; OUT = results/table) and
 writes experiments/tables/faa_<profile>.{md,tex,json} and figures/faa_<profile>.{png,pdf}. See bcl.ledger for the
-status of a cell (agrees, differs, substitute data, data not present, failed, not run) and the orderings checked.
+status of a cell (agrees, differs, substitute data, data not present, failed, needs a GPU, not run) and the orderings
+checked. When experiments/tables/faa_<profile>_projection.json exists (experiments/project_table.py), cells not run
+show their projected wall time, and those above bcl.ledger.NEEDS_GPU_HOURS are "needs a GPU".
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -39,7 +42,9 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     title = TITLES[args.profile] + (" (the paper's optimiser steps per task)" if args.schedule == "steps" else "")
-    paths = write_ledger(batch, args.tables, args.figures, name, title)
+    projection_file = Path(args.tables) / f"faa_{name}_projection.json"
+    projection = json.loads(projection_file.read_text()) if projection_file.exists() else None
+    paths = write_ledger(batch, args.tables, args.figures, name, title, projection)
     print((Path(args.tables) / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -1,0 +1,166 @@
+"""Project the wall time of every Table faa cell of a profile from measured seconds per optimiser step.
+
+Usage:
+  python experiments/project_table.py faa [--profile offline|paper|smoke] [--schedule epochs|steps]
+                                          [--measured FILE.jsonl ...] [--out DIR] [--tables DIR]
+
+For every cell whose data is on this machine, the cell's exact optimiser steps (its own sequence and method,
+`bcl.table.optimiser_steps`: per seed and grid point; one step updates all seeds and grid points at once) times
+seconds per step, plus compilation. Seconds per step come from, in this order:
+1. the cell itself, when it has run: its measured wall time is the projection;
+2. another finished cell of the batch with the same network and method (`run_s / steps`, so evaluation after each
+   task and end-of-task work are included);
+3. a line of `benchmarks/gpu.py` (`--measured`, same network, method and component noise), which times the bare
+   training step; it is multiplied by the overhead ratio of the batch's finished cells to the benchmark on the same
+   network (the median over the methods that have both; 1 where none has), and the benchmark's compile time added.
+A cell with none of these has no projection.
+
+Writes TABLES/faa_<profile>_projection.json (TABLES = experiments/tables), which `experiments/ledger.py` reads: a
+cell not run whose projection exceeds `bcl.ledger.NEEDS_GPU_HOURS` is listed as "needs a GPU". Prints a summary.
+Projections hold for the machine and load of the measurements; the record names both.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+
+
+def network_key(column, sequence) -> str:
+    "The network name `benchmarks/gpu.py` measures: the setup's model, with the input width for the linear head."
+    model = column.setup.model
+    return f"{model}{sequence.input_shape[0]}" if model == "linear" else model
+
+
+def read_measured(paths: list[str]) -> dict[tuple[str, str, str | None], dict]:
+    "(network, method, component noise) → the newest `gpu_step` line with a time, from the JSONL files `paths`."
+    from bcl.paper import method_name
+    lines = {}
+    for path in paths:
+        for text in Path(path).read_text().splitlines():
+            if not text.startswith("{"):
+                continue
+            line = json.loads(text)
+            if line.get("benchmark") != "gpu_step" or not line.get("s_per_step"):
+                continue
+            method = method_name(line["method"])
+            noise = line.get("component_noise") or ("independent" if "-gm-" in method else None)
+            lines[line["model"], method, noise] = line | {"source_file": str(path)}
+    return lines
+
+
+def _device(provenance: dict | None) -> str:
+    if not provenance:
+        return "unknown device"
+    cpu = provenance.get("cpu") or {}
+    if provenance.get("backend") == "cpu":
+        return f"{cpu.get('model', 'CPU')}, {cpu.get('cores', '?')} cores"
+    return ", ".join(provenance.get("devices") or [provenance.get("backend", "?")])
+
+
+def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: str | None = None) -> dict:
+    "The projection record of every cell of `profile` whose data is present (see the module's docstring)."
+    from bcl.paper import FAA_COLUMNS, TABLE_METHODS, faa_column
+    from bcl.table import (build_cell_method, cell_parameters, load_cell_sequence, missing_data, optimiser_steps,
+                           plan_cell, read_cell)
+    sequences, plans = {}, {}
+    for column in FAA_COLUMNS:
+        if missing_data(plan_cell(column, TABLE_METHODS[0], profile), data_dir):
+            continue
+        for method in TABLE_METHODS:
+            params = cell_parameters(column.key, method, profile, schedule=schedule)
+            plan = plan_cell(column, method, profile)
+            key = (plan.sequence, plan.pretraining)
+            if key not in sequences:
+                sequences[key] = load_cell_sequence(params, data_dir)
+            sequence = sequences[key]
+            algorithm, _, _ = build_cell_method(params, sequence)
+            numbers, _ = read_cell(batch / column.key / method)
+            plans[column.key, method] = {"network": network_key(column, sequence),
+                                         "steps": optimiser_steps(algorithm, sequence),
+                                         "noise": params["component_noise"] if "-gm-" in method else None,
+                                         "numbers": numbers}
+    finished = {(p["network"], m, p["noise"]): p["numbers"] for (c, m), p in plans.items() if p["numbers"]}
+    overhead = {}
+    for (network, method, noise), numbers in finished.items():
+        line = measured.get((network, method, noise))
+        if line:
+            cell_step = numbers["timings"]["run_s"] / max(numbers["optimiser_steps"], 1)
+            overhead.setdefault(network, []).append(cell_step / line["s_per_step"])
+    overhead = {network: statistics.median(ratios) for network, ratios in overhead.items()}
+    cells = {}
+    for (column, method), p in plans.items():
+        numbers, key = p["numbers"], (p["network"], method, p["noise"])
+        record = {"network": p["network"], "steps": p["steps"], "component_noise": p["noise"]}
+        if numbers is not None:
+            t = numbers["timings"]
+            record |= {"source": "measured cell", "seconds": t["wall_s"], "s_per_step": t["run_s"] / max(p["steps"], 1),
+                       "device": _device(numbers.get("provenance"))}
+        elif key in finished:
+            other = finished[key]
+            t = other["timings"]
+            s_per_step = t["run_s"] / max(other["optimiser_steps"], 1)
+            record |= {"source": f"cell {other['column']}/{method}", "s_per_step": s_per_step,
+                       "seconds": t.get("compile_s", 0.0) + p["steps"] * s_per_step,
+                       "device": _device(other.get("provenance"))}
+        elif key in measured:
+            line = measured[key]
+            ratio = overhead.get(p["network"], 1.0)
+            record |= {"source": f"benchmarks/gpu.py ({Path(line['source_file']).name}) × overhead {ratio:.2f}",
+                       "s_per_step": line["s_per_step"] * ratio, "overhead": ratio,
+                       "seconds": line.get("compile_s", 0.0) + p["steps"] * line["s_per_step"] * ratio,
+                       "device": _device(line.get("provenance"))}
+        else:
+            record |= {"source": None, "seconds": None, "device": None}
+        record["hours"] = None if record["seconds"] is None else record["seconds"] / 3600
+        record["finished"] = numbers is not None
+        cells[f"{column}/{method}"] = record
+    return {"profile": profile, "schedule": schedule, "batch": str(batch), "overhead": overhead, "cells": cells}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("table", type=str.lower, choices=("faa",))
+    parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
+    parser.add_argument("--schedule", choices=("epochs", "steps"), default="epochs")
+    parser.add_argument("--measured", nargs="*", default=[], help="JSONL files of benchmarks/gpu.py")
+    parser.add_argument("--out", help="results folder of the batch (default results/table)")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--tables", default=str(ROOT / "experiments" / "tables"))
+    args = parser.parse_args(argv)
+    missing = [p for p in args.measured if not Path(p).is_file()]
+    if missing:
+        parser.error(f"no such file: {', '.join(missing)} (benchmarks/gpu.py --out FILE writes one)")
+    from bcl.core import atomic_write_json, results_dir
+    from bcl.ledger import NEEDS_GPU_HOURS
+    from bcl.provenance import provenance
+    name = args.profile if args.schedule == "epochs" else f"{args.profile}-steps"
+    batch = (Path(args.out) if args.out else results_dir() / "table") / name
+    record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir)
+    record |= {"measured_files": args.measured, "needs_gpu_hours": NEEDS_GPU_HOURS,
+               "load_average": os.getloadavg(), "provenance": provenance()}
+    path = atomic_write_json(Path(args.tables) / f"faa_{name}_projection.json", record)
+    cells = record["cells"]
+    print(f"| cell | network | steps | s/step | hours | source |\n|---|---|---|---|---|---|")
+    for key, c in cells.items():
+        hours = "–" if c["hours"] is None else f"{c['hours']:.2f}"
+        s = "–" if c.get("s_per_step") is None else f"{c['s_per_step']:.4f}"
+        print(f"| {key} | {c['network']} | {c['steps']} | {s} | {hours} | {c['source']} |")
+    done = sum(c["seconds"] or 0 for c in cells.values() if c["finished"])
+    todo = [c for c in cells.values() if not c["finished"]]
+    print(f"\nfinished: {sum(c['finished'] for c in cells.values())} cells, {done / 3600:.2f} h measured; "
+          f"not run: {len(todo)} cells, {sum(c['hours'] or 0 for c in todo):.2f} h projected "
+          f"({sum(c['hours'] is None for c in todo)} without a projection), "
+          f"{sum((c['hours'] or 0) > NEEDS_GPU_HOURS for c in todo)} above {NEEDS_GPU_HOURS:g} h (needs a GPU)")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
