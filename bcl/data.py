@@ -117,6 +117,21 @@ def _take(xs, index, input_divisor) -> np.ndarray:
         chosen = chosen.astype(np.float64) / input_divisor
     return chosen.astype(np.float32)
 
+def _check_inputs(what: str, xs) -> None:
+    "One row per example, and finite values: bad inputs fail here, not as NaN losses later."
+    shape = np.shape(xs)
+    if len(shape) < 2:
+        raise ValueError(f"{what} has shape {shape}; give one row per example, shape (n, features...) "
+                         "(for a single feature use xs[:, None]).")
+    values = np.asarray(xs)
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"{what} has dtype {values.dtype}; inputs must be numbers.")
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values).reshape(len(values), -1).all(axis=1)
+        if bad.any():
+            raise ValueError(f"{what} has {int(bad.sum())} examples with NaN or inf (the first at row "
+                             f"{int(np.argmax(bad))}); every input must be finite: drop or impute them.")
+
 def _counts(labels) -> dict[str, int]:
     values, counts = np.unique(labels, return_counts=True)
     return {str(v): int(n) for v, n in zip(values.tolist(), counts.tolist())}
@@ -126,6 +141,11 @@ def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_
                       stratify=None, test_size: float = 0.2, validation_size: float = 0.2, seed: int = 1337,
                       input_divisor: float = 1.0) -> tuple[TaskSequence, dict]:
     "`make_sequence`, also returning a record of the split indices and class counts (what the cache manifest stores)."
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string (it names the sequence and its cache), got {name!r}.")
+    _check_inputs("xs", xs)
+    if test is not None:
+        _check_inputs("The test inputs", test[0])
     ys = np.asarray(ys)
     if len(xs) != len(ys):
         raise ValueError(f"xs has {len(xs)} examples but ys has {len(ys)} labels; give one label per input.")

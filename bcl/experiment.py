@@ -263,9 +263,11 @@ def json_ready(value):
     return value
 
 def write_numbers(folder, numbers: dict, grids: dict[str, np.ndarray]) -> tuple[Path, Path]:
-    "Write `numbers.json` and `grid_probabilities.npz` (one array per method) atomically into `folder`."
+    "Write `numbers.json` (with the run's provenance) and `grid_probabilities.npz` (one array per method) atomically."
     import io
+    from bcl.provenance import provenance
     folder = Path(folder)
+    numbers = {**numbers, "provenance": numbers.get("provenance") or provenance()}
     json_path = atomic_write_json(folder / "numbers.json", json_ready(numbers))
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **{name: np.asarray(p, np.float32) for name, p in grids.items()})
@@ -445,7 +447,8 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
     paths = _save_figure(figure, Path(figures_folder) / f"visualisation_{name}")
     if any(entry.get("distance_to_hmc") for entry in numbers["methods"].values()):
         paths += _save_figure(draw_distances(numbers), Path(figures_folder) / f"hmc_distance_{name}")
-    tables = {"summary": summary_rows(numbers), "distance_to_hmc": distance_rows(numbers), "hmc": hmc_rows(numbers)}
+    tables = {"summary": summary_rows(numbers), "distance_to_hmc": distance_rows(numbers), "hmc": hmc_rows(numbers),
+              "provenance": numbers.get("provenance")}
     text = (f"# Visualisation experiment on {name} (run `{numbers['run']}`)\n\n"
             f"Seeds {numbers['parameters']['seeds']}; epochs {numbers['parameters']['epochs'] or 'as in the paper'}; "
             f"HMC {numbers['parameters']['hmc_chains']} chains, {numbers['parameters']['hmc_warmup']} warm-up and "

@@ -329,6 +329,13 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
     # tasks together have at most PAD_MAX_EXAMPLES training points (then padding costs less than compiling).
     from tqdm.auto import tqdm
     check_positive("n_chains", n_chains, integer=True)
+    if not (isinstance(key, jax.Array) and (jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+                                            or (key.dtype == jnp.uint32 and key.shape == (2,)))):
+        raise ValueError(f"key must be a JAX random key such as jax.random.key(0), got {key!r}.")
+    for t, task in enumerate(sequence.tasks, start=1):
+        if len(task.train.ys) == 0:
+            raise ValueError(f"Task {t} train is empty; every task needs training points (drop the task or give it "
+                             "data).")
     if pad is None:
         pad = sum(len(task.train) for task in sequence.tasks) <= PAD_MAX_EXAMPLES
     log_posterior = joint_log_posterior(model.apply, sequence.likelihood, precision)

@@ -157,6 +157,10 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl:
         raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {conv_impl!r}.")
     if isinstance(n_outputs, bool) or not isinstance(n_outputs, (int, np.integer)) or n_outputs < 1:
         raise ValueError(f"n_outputs must be a positive integer, got {n_outputs!r}.")
+    if (isinstance(input_shape, (str, bytes)) or np.ndim(input_shape) != 1 or len(input_shape) == 0
+            or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in input_shape)):
+        raise ValueError(f"input_shape must be a tuple of positive integers, e.g. (28, 28, 1) or (2,), "
+                         f"got {input_shape!r}.")
     input_shape = tuple(int(d) for d in input_shape)
     if name.startswith("cnn") or name == "resnet18":
         if len(input_shape) != 3:

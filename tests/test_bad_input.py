@@ -137,14 +137,6 @@ def _map_method_likelihood(likelihood):
                      coreset_size=2, epochs=1)
 
 
-PENDING.update({
-    "make_sequence/xs-1d": "nbs/05_data.ipynb", "make_sequence/nan-input": "nbs/05_data.ipynb",
-    "make_sequence/inf-input": "nbs/05_data.ipynb", "make_sequence/name-not-str": "nbs/05_data.ipynb",
-    "make_model/shape-str": "nbs/06_models.ipynb",
-    "run_hmc_sequence/empty-task": "nbs/11_hmc.ipynb", "run_hmc_sequence/key-int": "nbs/11_hmc.ipynb",
-})
-
-
 def _param(case):
     name, call, match = case
     notebook = PENDING.get(name)
