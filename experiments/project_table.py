@@ -12,7 +12,9 @@ seconds per step, plus compilation. Seconds per step come from, in this order:
    task and end-of-task work are included);
 3. a line of `benchmarks/gpu.py` (`--measured`, same network, method and component noise), which times the bare
    training step; it is multiplied by the overhead ratio of the batch's finished cells to the benchmark on the same
-   network (the median over the methods that have both; 1 where none has), and the benchmark's compile time added.
+   network (the median over the methods that have both; 1 where none has) and, for a line measured with fewer seeds
+   than the cell runs (where all seeds at once do not fit), by the ratio of the seed counts (the seeds then run one
+   after another); the benchmark's compile time is added.
 A cell with none of these has no projection.
 
 Writes TABLES/faa_<profile>_projection.json (TABLES = experiments/tables), which `experiments/ledger.py` reads: a
@@ -82,7 +84,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
             sequence = sequences[key]
             algorithm, _, _ = build_cell_method(params, sequence)
             numbers, _ = read_cell(batch / column.key / method)
-            plans[column.key, method] = {"network": network_key(column, sequence),
+            plans[column.key, method] = {"network": network_key(column, sequence), "seeds": len(params["seeds"]),
                                          "steps": optimiser_steps(algorithm, sequence),
                                          "noise": params["component_noise"] if "-gm-" in method else None,
                                          "numbers": numbers}
@@ -112,9 +114,12 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         elif key in measured:
             line = measured[key]
             ratio = overhead.get(p["network"], 1.0)
-            record |= {"source": f"benchmarks/gpu.py ({Path(line['source_file']).name}) × overhead {ratio:.2f}",
-                       "s_per_step": line["s_per_step"] * ratio, "overhead": ratio,
-                       "seconds": line.get("compile_s", 0.0) + p["steps"] * line["s_per_step"] * ratio,
+            seeds = max(1.0, p["seeds"] / line.get("seeds", p["seeds"]))
+            s_per_step = line["s_per_step"] * ratio * seeds
+            record |= {"source": f"benchmarks/gpu.py ({Path(line['source_file']).name}) × overhead {ratio:.2f}"
+                                 + (f" × {seeds:g} (measured with {line['seeds']} seed)" if seeds > 1 else ""),
+                       "s_per_step": s_per_step, "overhead": ratio,
+                       "seconds": line.get("compile_s", 0.0) + p["steps"] * s_per_step,
                        "device": _device(line.get("provenance"))}
         else:
             record |= {"source": None, "seconds": None, "device": None}
