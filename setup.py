@@ -13,7 +13,7 @@ dev_requirements = cfg.get("dev_requirements", "").split()
 readme = Path(__file__).parent / "README.md"
 
 setuptools.setup(
-    name=cfg["lib_name"],
+    name=cfg.get("dist_name", cfg["lib_name"]),
     version=cfg["version"],
     description=cfg["description"],
     long_description=readme.read_text(encoding="utf-8") if readme.exists() else "",

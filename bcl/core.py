@@ -24,7 +24,7 @@ __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_d
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
-    "The folder holding `settings.ini`: `$BCL_ROOT`, else the parent of the package, else searched upward from the cwd."
+    "`$BCL_ROOT`, else the folder holding `settings.ini` (the package's parent, or upward from the cwd), else the cwd."
     if os.environ.get("BCL_ROOT"):
         return Path(os.environ["BCL_ROOT"]).resolve()
     candidates = [Path(__file__).resolve().parent.parent] if "__file__" in globals() else []
@@ -32,9 +32,7 @@ def project_root() -> Path:
     for folder in candidates:
         if (folder / "settings.ini").exists():
             return folder
-    raise FileNotFoundError(
-        "Cannot find the bcl project root (a folder holding settings.ini). "
-        "Run from inside the repository or set BCL_ROOT=/path/to/bcl.")
+    return Path.cwd().resolve()  # installed from a wheel and used outside the repository
 
 def project_path(*parts: str | os.PathLike) -> Path:
     "A path inside the project root."

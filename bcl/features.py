@@ -25,7 +25,8 @@ from . import core
 
 from .core import (Split, Task, TaskSequence, atomic_write_bytes, atomic_write_json, check_positive, named_keys,
                       tree_index)
-from .data import load_sequence, read_manifest, sequence_folder
+from .cache import check_manifest, json_clean, read_manifest, sha256_bytes, warn_rebuild, write_npy
+from .data import load_sequence, sequence_folder
 from .map import finetuning
 from .models import Model, make_model
 from .train import Batch, Method, TaskInfo, epoch_batches, n_batches, onecycle_adam, task_split
@@ -201,22 +202,6 @@ def features_dir() -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
-def _sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-def _write_npy(path: Path, array: np.ndarray) -> str:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array))
-    atomic_write_bytes(path, buffer.getvalue())
-    return _sha256_bytes(buffer.getvalue())
-
 def data_fingerprint(sequence: TaskSequence) -> str:
     "SHA-256 over the inputs and labels of every split of every task (a content identity of the sequence)."
     digest = hashlib.sha256()
@@ -228,26 +213,8 @@ def data_fingerprint(sequence: TaskSequence) -> str:
     return digest.hexdigest()
 
 def _settings_record(settings: Pretraining) -> dict:
-    return json.loads(json.dumps(settings._asdict()))
+    return json_clean(settings._asdict())
 
-def _check_manifest(folder: Path, expected: dict) -> tuple[dict | None, str]:
-    "The manifest in `folder` if every field of `expected` matches and every listed file has its checksum."
-    manifest = read_manifest(folder)
-    if manifest is None:
-        return None, "no readable manifest"
-    for field, value in expected.items():
-        if manifest.get(field) != value:
-            return None, f"its {field} is {manifest.get(field)!r}, not {value!r}"
-    for filename, digest in manifest.get("files", {}).items():
-        if not (folder / filename).exists():
-            return None, f"{filename} is missing"
-        if _file_sha256(folder / filename) != digest:
-            return None, f"{filename} does not match its SHA-256 in the manifest"
-    return manifest, ""
-
-def _rebuild_warning(what: str, folder: Path, reason: str) -> None:
-    if reason != "no readable manifest":
-        warnings.warn(f"Rebuilding {what} in {folder}: {reason}.", stacklevel=3)
 
 # %% ../nbs/09_features.ipynb #ace0101d
 def _save_params(path: Path, params) -> str:
@@ -255,7 +222,7 @@ def _save_params(path: Path, params) -> str:
     buffer = io.BytesIO()
     np.savez(buffer, **{jax.tree_util.keystr(p): np.asarray(leaf) for p, leaf in flat})
     atomic_write_bytes(path, buffer.getvalue())
-    return _sha256_bytes(buffer.getvalue())
+    return sha256_bytes(buffer.getvalue())
 
 def _load_params(path: Path, model: Model):
     template = jax.eval_shape(model.init, jax.random.key(0))
@@ -273,7 +240,7 @@ def _pretraining_data_fingerprint(task: str, data_dir) -> dict | None:
     manifest = read_manifest(sequence_folder(task, data_dir))
     if manifest is None:
         return None
-    return {"recipe": manifest.get("recipe"), "files_sha256": _sha256_bytes(json.dumps(manifest["files"], sort_keys=True).encode())}
+    return {"recipe": manifest.get("recipe"), "files_sha256": sha256_bytes(json.dumps(manifest["files"], sort_keys=True).encode())}
 
 def load_extractor(settings: Pretraining | str, *, cache_dir: str | os.PathLike | None = None,
                    data_dir: str | os.PathLike | None = None, rebuild: bool = False,
@@ -286,11 +253,11 @@ def load_extractor(settings: Pretraining | str, *, cache_dir: str | os.PathLike 
     if data is not None:
         expected["pretraining_data"] = data
     if not rebuild:
-        manifest, reason = _check_manifest(folder, expected)
+        manifest, reason = check_manifest(folder, expected)
         if manifest is not None:
             model = make_model(settings.model, manifest["n_outputs"], manifest["input_shape"])
             return model, _load_params(folder / "params.npz", model), manifest
-        _rebuild_warning(f"the {settings.task} feature extractor", folder, reason)
+        warn_rebuild(f"the {settings.task} feature extractor", folder, reason)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "manifest.json").unlink(missing_ok=True)
     start = time.perf_counter()
@@ -332,7 +299,7 @@ def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining 
     expected = {"format": FEATURE_CACHE_FORMAT, "settings": _settings_record(settings),
                 "target": target.name, "target_data": data_fingerprint(target), "bounds": list(map(float, bounds))}
     if not rebuild:
-        manifest, reason = _check_manifest(folder, expected)
+        manifest, reason = check_manifest(folder, expected)
         if manifest is not None:
             extractor = read_manifest(root / "extractors" / settings.task)
             if extractor is not None and extractor.get("files", {}).get("params.npz") == manifest["extractor_params_sha256"]:
@@ -341,7 +308,7 @@ def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining 
                          for t, classes in enumerate(manifest["task_classes"], start=1)]
                 return _feature_task_sequence(target, tasks, manifest["n_features"], bounds)
             reason = "the feature extractor's parameters changed"
-        _rebuild_warning(f"the features of {target.name}", folder, reason)
+        warn_rebuild(f"the features of {target.name}", folder, reason)
     model, params, extractor = load_extractor(settings, cache_dir=root, data_dir=data_dir, rebuild=rebuild,
                                               progress=progress)
     folder.mkdir(parents=True, exist_ok=True)
@@ -355,8 +322,8 @@ def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining 
         xs = all_features[offset:offset + len(split)]
         offset += len(split)
         ys = np.asarray(split.ys, np.int32)
-        files[f"{s}_{t}_xs.npy"] = _write_npy(folder / f"{s}_{t}_xs.npy", xs)
-        files[f"{s}_{t}_ys.npy"] = _write_npy(folder / f"{s}_{t}_ys.npy", ys)
+        files[f"{s}_{t}_xs.npy"] = write_npy(folder / f"{s}_{t}_xs.npy", xs)
+        files[f"{s}_{t}_ys.npy"] = write_npy(folder / f"{s}_{t}_ys.npy", ys)
         tasks.setdefault(t, {})[s] = Split(xs, ys)
     manifest = {**expected, "extractor_params_sha256": extractor["files"]["params.npz"], "model": model.name,
                 "n_features": int(all_features.shape[1]), "input_bounds": [[float(bounds[0])] * all_features.shape[1],

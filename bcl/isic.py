@@ -14,7 +14,8 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from . import core
-from .data import assemble_sequence, file_sha256
+from .cache import file_sha256
+from .splits import assemble_sequence
 from .core import TaskSequence
 
 # %% auto #0

@@ -169,15 +169,10 @@ def _check_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
 
 # %% ../nbs/10_svi.ipynb #fb4ad2eb
-def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: int | None = None,
-        batch_size: int, epochs: int, coreset_batch: int | None = None, coreset_size: int | None = None,
-        n_inducing: int | None = None, inducing_low=None, inducing_high=None, sample_size: int = 10,
-        predict_sample_size: int = 10, precision: float = 1.0, temperature: float = 1e-3,
-        coreset_prob: float = 1.0, kl_weighting: str = "code", chunk_size: int | None = None,
-        rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
-        component_noise: str = "independent") -> Method:
-    """One of the eight variational methods: `space` 'parameter' (VCL) or 'function' (S-FSVI), `focus` 'prior' or
-    'likelihood', `n_components` None (G) or K (GM). `hyper` needs only 'learning_rate'."""
+def _check_svi_settings(model: Model, *, space, focus, n_components, batch_size, epochs, coreset_batch, coreset_size,
+                        n_inducing, inducing_low, inducing_high, sample_size, predict_sample_size, precision,
+                        temperature, coreset_prob, kl_weighting, component_noise, **_) -> tuple:
+    "`ValueError` naming the first bad argument of `svi`; the inducing box (low, high) for S-FSVI, else (None, None)."
     _check_choice("space", space, SPACES)
     _check_choice("focus", focus, FOCUSES)
     _check_choice("kl_weighting", kl_weighting, KL_WEIGHTINGS)
@@ -190,20 +185,44 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
     check_component_noise(component_noise)
     if not 0.0 <= coreset_prob <= 1.0:
         raise ValueError(f"coreset_prob must be a probability in [0, 1], got {coreset_prob!r}.")
-    functional = space == "function"
-    uses_coreset = focus == "likelihood" or functional
-    if uses_coreset:
+    if focus == "likelihood" or space == "function":
         check_positive("coreset_batch", coreset_batch, integer=True)
         check_positive("coreset_size", coreset_size, integer=True)
         if coreset_batch > coreset_size:
             raise ValueError(f"coreset_batch ({coreset_batch}) cannot exceed coreset_size ({coreset_size}): coreset "
                              "batches are drawn without replacement from one task's coreset.")
-    if functional:
-        if inducing_low is None or inducing_high is None:
-            raise ValueError("S-FSVI needs inducing_low and inducing_high, the bounds of the uniform inducing inputs.")
-        low, high = inducing_bounds(inducing_low, inducing_high, model.input_shape)
-        if focus == "likelihood":
-            check_positive("n_inducing", n_inducing, integer=True)
+    if space != "function":
+        return None, None
+    if inducing_low is None or inducing_high is None:
+        raise ValueError("S-FSVI needs inducing_low and inducing_high, the bounds of the uniform inducing inputs.")
+    if focus == "likelihood":
+        check_positive("n_inducing", n_inducing, integer=True)
+    return inducing_bounds(inducing_low, inducing_high, model.input_shape)
+
+def _prior_inducing_points(keys: dict, coreset: Coreset, n: int, low, high, coreset_prob: float):
+    "P-S-FSVI's inducing inputs: `n` stored coreset inputs once there are any (with probability `coreset_prob`), else uniform."
+    uniform = uniform_inducing_points(keys["inducing"], n, low, high)
+    if coreset_prob == 0.0:
+        return uniform
+    stored = coreset_draw(keys["coreset"], coreset, n).xs
+    use_coreset = coreset.count > 0
+    if coreset_prob < 1.0:  # the coin is always heads at 1: no draw to compile
+        use_coreset = jnp.logical_and(use_coreset, jax.random.uniform(keys["coin"]) < coreset_prob)
+    return jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
+
+def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: int | None = None,
+        batch_size: int, epochs: int, coreset_batch: int | None = None, coreset_size: int | None = None,
+        n_inducing: int | None = None, inducing_low=None, inducing_high=None, sample_size: int = 10,
+        predict_sample_size: int = 10, precision: float = 1.0, temperature: float = 1e-3,
+        coreset_prob: float = 1.0, kl_weighting: str = "code", chunk_size: int | None = None,
+        rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
+        component_noise: str = "independent") -> Method:
+    """One of the eight variational methods: `space` 'parameter' (VCL) or 'function' (S-FSVI), `focus` 'prior' or
+    'likelihood', `n_components` None (G) or K (GM). `hyper` needs only 'learning_rate'."""
+    settings = {k: v for k, v in locals().items() if k not in ("model", "likelihood")}  # the arguments, as given
+    low, high = _check_svi_settings(model, **settings)
+    functional = space == "function"
+    uses_coreset = focus == "likelihood" or functional
     name = svi_method_name(space, focus, n_components)
 
     def init(key, sequence: TaskSequence):
@@ -235,15 +254,7 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
                                          sample_size, temperature, component_noise)
         else:
             if focus == "prior":
-                uniform = uniform_inducing_points(keys["inducing"], coreset_batch, low, high)
-                if coreset_prob == 0.0:
-                    inducing = uniform
-                else:
-                    stored = coreset_draw(keys["coreset"], memory.coreset, coreset_batch).xs
-                    use_coreset = memory.coreset.count > 0
-                    if coreset_prob < 1.0:  # the coin is always heads at 1: no draw to compile
-                        use_coreset = jnp.logical_and(use_coreset, jax.random.uniform(keys["coin"]) < coreset_prob)
-                    inducing = jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
+                inducing = _prior_inducing_points(keys, memory.coreset, coreset_batch, low, high, coreset_prob)
             else:
                 inducing = uniform_inducing_points(keys["inducing"], n_inducing, low, high)
             total, aux = sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing,
@@ -258,14 +269,9 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
     def predict(key, q, xs):
         return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature, component_noise)
 
-    settings = dict(space=space, focus=focus, n_components=n_components, batch_size=batch_size, epochs=epochs,
-                    coreset_batch=coreset_batch, coreset_size=coreset_size, n_inducing=n_inducing,
-                    inducing_low=None if inducing_low is None else np.asarray(inducing_low, float).tolist(),
-                    inducing_high=None if inducing_high is None else np.asarray(inducing_high, float).tolist(),
-                    sample_size=sample_size, predict_sample_size=predict_sample_size, precision=precision,
-                    temperature=temperature, coreset_prob=coreset_prob, kl_weighting=kl_weighting,
-                    chunk_size=chunk_size, rho_mean=rho_mean, rho_std=rho_std, logit_std=logit_std,
-                    component_noise=component_noise)
+    for bound in ("inducing_low", "inducing_high"):
+        if settings[bound] is not None:
+            settings[bound] = np.asarray(settings[bound], float).tolist()
     return Method(name, model, likelihood, init, loss, end_task, predict, batch_size, epochs,
                   draws_per_step=max(sample_size, predict_sample_size), settings=settings)
 

@@ -268,7 +268,7 @@ def build_cell_method(params: dict, sequence: TaskSequence):
 def _ece100_after_task(method, sequence, predict_keys, store: dict):
     "An `after_task` hook: the 100-bin test ECE of every (grid point, seed) on every task seen so far."
     import jax
-    from bcl.sequence import expected_calibration_error
+    from bcl.metrics import expected_calibration_error
     def hook(t, result):
         params = jax.tree.map(np.asarray, result.state.params)
         G, S = jax.tree.leaves(params)[0].shape[:2]
@@ -303,8 +303,8 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     import jax
     from bcl.core import named_keys
     from bcl.provenance import provenance
-    from bcl.sequence import (average_forgetting, backward_transfer, final_average_accuracy, hyper_configs,
-                              select_by_validation, train_sequence)
+    from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy
+    from bcl.sequence import hyper_configs, select_by_validation, train_sequence
     params = cell_parameters(**params)
     plan = plan_cell(params["column"], params["method"], params["profile"])
     start = time.perf_counter()
@@ -348,7 +348,7 @@ REQUIRED_FIELDS = ("column", "method", "profile", "final_average_accuracy", "con
 
 def write_cell(folder: str | os.PathLike, numbers: dict) -> Path:
     "Write `numbers` to `folder/numbers.json` atomically."
-    from bcl.experiment import json_ready
+    from bcl.report import json_ready
     return atomic_write_json(Path(folder) / "numbers.json", json_ready(numbers))
 
 def read_cell(folder: str | os.PathLike) -> tuple[dict | None, str]:

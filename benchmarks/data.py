@@ -18,7 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 import pandas  # noqa: F401  (imported before timing)
 import sklearn.model_selection  # noqa: F401
 
-from bcl.data import FASHION_MNIST_DIR, load_sequence, read_manifest, sequence_folder
+from bcl.cache import read_manifest
+from bcl.data import load_sequence, sequence_folder
+from bcl.sources import FASHION_MNIST_DIR
 
 
 def seconds(function) -> tuple[float, object]:

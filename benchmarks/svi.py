@@ -39,7 +39,8 @@ from bcl.data import load_sequence
 from bcl.map import finetuning
 from bcl.mixture import COMPONENT_NOISE
 from bcl.models import make_model
-from bcl.sequence import PROGRAMS, final_average_accuracy, train_sequence
+from bcl.metrics import final_average_accuracy
+from bcl.sequence import PROGRAMS, train_sequence
 from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
 from bcl.train import make_task_program, vmap_program
 

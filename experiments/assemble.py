@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bcl.core import results_dir
-from bcl.experiment import write_report
+from bcl.report import write_report
 
 DEFAULT_RUNS = ("paper_cisplit2diris", "paper_disinusoid", "demo_disinusoid")
 

@@ -22,7 +22,7 @@ def pretraining_record(name: str, pretraining) -> dict:
     "For a `_fe` sequence, the pre-training settings and the extractor's summary from its manifest; else {}."
     if not name.endswith("_fe"):
         return {}
-    from bcl.data import read_manifest
+    from bcl.cache import read_manifest
     from bcl.features import features_dir
     extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
     return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}}

@@ -42,7 +42,8 @@ def run_variant(method_name: str, sequence, seeds, **overrides) -> dict:
     from bcl.map import map_suite
     from bcl.models import make_model
     from bcl.paper import FEATURE_SETUP, map_settings, svi_settings
-    from bcl.sequence import final_average_accuracy, select_by_validation, train_sequence
+    from bcl.metrics import final_average_accuracy
+    from bcl.sequence import select_by_validation, train_sequence
     from bcl.svi import svi_method
     from bcl.train import output_units
     model = make_model("linear", output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape)

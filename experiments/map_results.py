@@ -29,8 +29,8 @@ from bcl.map import map_suite
 from bcl.paper import AUTHORS_CODE_ACCURACY, MAP_METHODS, map_settings, sequence_setup
 from bcl.models import make_model
 from bcl.train import output_units
-from bcl.sequence import (final_average_accuracy, hyper_configs, result_table, save_table, select_by_validation,
-                          train_sequence)
+from bcl.metrics import final_average_accuracy
+from bcl.sequence import hyper_configs, result_table, save_table, select_by_validation, train_sequence
 import pandas as pd
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary

@@ -42,7 +42,8 @@ import pandas as pd
 from bcl.core import atomic_write_json, results_dir
 from bcl.features import pretraining_settings
 from bcl.mixture import COMPONENT_NOISE
-from bcl.sequence import final_average_accuracy, result_table, save_table, train_sequence
+from bcl.metrics import final_average_accuracy
+from bcl.sequence import result_table, save_table, train_sequence
 from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, method_names, svi_settings
 from bcl.svi import sequence_model, sequence_settings, svi_suite
 

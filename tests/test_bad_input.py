@@ -18,7 +18,7 @@ def _ys(n=20):
 
 
 def _seq():
-    from bcl.data import make_sequence
+    from bcl.splits import make_sequence
     return make_sequence("tiny", _xs(40), (np.arange(40) % 2).astype(np.int32), [[0], [1]])
 
 
@@ -75,7 +75,7 @@ def _svi(setup="2d", **kw):
 
 
 def _make_sequence(*args, **kw):
-    from bcl.data import make_sequence
+    from bcl.splits import make_sequence
     return make_sequence(*args, **kw)
 
 

