@@ -1,8 +1,10 @@
 """Hand-written nbdev-2 style setup: every setting and dependency is read from settings.ini."""
+import shutil
 from configparser import ConfigParser
 from pathlib import Path
 
 import setuptools
+from setuptools.command.build_py import build_py
 
 config = ConfigParser(delimiters=["="])
 config.read(Path(__file__).parent / "settings.ini", encoding="utf-8")
@@ -11,6 +13,23 @@ cfg = config["DEFAULT"]
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
 readme = Path(__file__).parent / "README.md"
+here = Path(__file__).parent
+# What the console commands need besides the code, copied into the wheel's bcl/ (found by bcl.cli after an install).
+SHIPPED = {"templates": ["nbs/20_visualisation.ipynb", "nbs/21_table_cell.ipynb"],
+           "params": sorted(str(p.relative_to(here)) for p in (here / "experiments" / "params").glob("*.yaml"))}
+
+
+class BuildWithTemplates(build_py):
+    "build_py that also copies the papermill templates and parameter files into bcl/templates and bcl/params."
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):  # an editable install reads them from the checkout
+            return
+        for folder, files in SHIPPED.items():
+            target = Path(self.build_lib) / "bcl" / folder
+            target.mkdir(parents=True, exist_ok=True)
+            for name in files:
+                shutil.copy2(here / name, target / Path(name).name)
 
 setuptools.setup(
     name=cfg.get("dist_name", cfg["lib_name"]),
@@ -28,6 +47,8 @@ setuptools.setup(
     install_requires=requirements,
     extras_require={"dev": dev_requirements},
     zip_safe=False,
+    entry_points={"console_scripts": cfg.get("console_scripts", "").split()},
+    cmdclass={"build_py": BuildWithTemplates},
     classifiers=[
         "Intended Audience :: Science/Research",
         "License :: OSI Approved :: MIT License",

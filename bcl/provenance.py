@@ -21,23 +21,24 @@ from typing import Any
 import numpy as np
 
 # %% auto #0
-__all__ = ['RESULT_READERS', 'PACKAGES', 'code_version', 'canonical_json', 'content_hash', 'git_state', 'cpu_info', 'provenance']
+__all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'code_version', 'canonical_json', 'content_hash', 'git_state', 'cpu_info',
+           'provenance']
 
 # %% ../nbs/00b_provenance.ipynb #fe760982
-RESULT_READERS = ("_modidx.py", "ledger.py")  # never imported by a computation; left out of code_version
+OUTSIDE_COMPUTATION = ("_modidx.py", "ledger.py", "cli.py")  # never imported by a computation; left out of code_version
 
 def _package_folder() -> Path:
     import bcl
     return Path(bcl.__file__).resolve().parent
 
 def code_version() -> str:
-    "16 hex digits of SHA-256 over the `bcl` package's `*.py` files but `RESULT_READERS` (sorted names and contents); once per process."
+    "16 hex digits of SHA-256 over the `bcl` package's `*.py` files but `OUTSIDE_COMPUTATION` (sorted names and contents); once per process."
     return _folder_version(_package_folder())
 
 @functools.lru_cache(maxsize=8)
 def _folder_version(folder: Path) -> str:
     digest = hashlib.sha256()
-    files = sorted((p for p in folder.rglob("*.py") if "__pycache__" not in p.parts and p.name not in RESULT_READERS),
+    files = sorted((p for p in folder.rglob("*.py") if "__pycache__" not in p.parts and p.name not in OUTSIDE_COMPUTATION),
                    key=lambda p: p.relative_to(folder).as_posix())
     for path in files:
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")

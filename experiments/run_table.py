@@ -168,7 +168,7 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     "A Dask task: the visualisation template with merged YAML parameter files (experiments/params)."
     _importable()
     import papermill as pm
-    from run_visualisation import load_parameters
+    from bcl.cli import load_parameters
     params = load_parameters(param_files) if param_files else {}
     folder_path = Path(folder)
     folder_path.mkdir(parents=True, exist_ok=True)
@@ -223,7 +223,7 @@ def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | No
 
 
 def ensure_kernel() -> None:
-    from run_visualisation import ensure_kernel as ensure
+    from bcl.cli import ensure_kernel as ensure
     ensure()
 
 
