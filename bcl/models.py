@@ -5,6 +5,7 @@
 # %% ../nbs/06_models.ipynb #2ad142e5
 from __future__ import annotations
 
+import re
 from typing import Callable, NamedTuple, Sequence
 
 import flax.linen as nn
@@ -16,7 +17,7 @@ from .core import tree_size
 
 # %% auto #0
 __all__ = ['CONV_IMPLS', 'MODEL_NAMES', 'DenseTail', 'PatchConv', 'ConvTail', 'ResidualBlock', 'ResNetTail', 'Identity',
-           'Network', 'Model', 'make_model']
+           'Network', 'Model', 'model_names', 'make_model', 'register_model']
 
 # %% ../nbs/06_models.ipynb #3767fdbe
 def _pool(x):
@@ -140,7 +141,11 @@ _TAILS = {
     "resnet18": lambda conv_impl: ResNetTail(),
     "linear": lambda conv_impl: Identity(),
 }
-MODEL_NAMES = tuple(_TAILS)
+MODEL_NAMES = tuple(_TAILS)  # the built-in networks; `model_names()` adds the registered ones
+
+def model_names() -> list[str]:
+    "The names `make_model` accepts: the built-in networks, then those of `register_model`."
+    return list(_TAILS)
 
 def _check_inputs(name: str, input_shape: tuple[int, ...], xs) -> None:
     if tuple(jnp.shape(xs)[1:]) != input_shape:
@@ -149,10 +154,12 @@ def _check_inputs(name: str, input_shape: tuple[int, ...], xs) -> None:
                          f"input_shape={tuple(jnp.shape(xs)[1:])}.")
 
 def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl: str = "xla") -> Model:
-    """The network `name` (one of `MODEL_NAMES`) with `n_outputs` logits for inputs of shape `input_shape`;
+    """The network `name` (one of `model_names()`, any letter case) with `n_outputs` logits for inputs of shape `input_shape`;
     `conv_impl` ('xla' or 'patches') chooses how the `cnn*` networks compute their convolutions."""
-    if name not in _TAILS:
-        raise ValueError(f"Unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}.")
+    if not isinstance(name, str) or name.lower() not in _TAILS:
+        raise ValueError(f"Unknown model {name!r}; choose one of {', '.join(_TAILS)} (any letter case; add your "
+                         "own with bcl.models.register_model).")
+    name = name.lower()
     if conv_impl not in CONV_IMPLS:
         raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {conv_impl!r}.")
     if isinstance(n_outputs, bool) or not isinstance(n_outputs, (int, np.integer)) or n_outputs < 1:
@@ -165,7 +172,11 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl:
     if name.startswith("cnn") or name == "resnet18":
         if len(input_shape) != 3:
             raise ValueError(f"Model {name!r} needs image inputs (height, width, channels), got input_shape={input_shape}.")
-    module = Network(_TAILS[name](conv_impl), int(n_outputs))
+    tail = _TAILS[name](conv_impl)
+    if not isinstance(tail, nn.Module):
+        raise ValueError(f"The tail of model {name!r} is {type(tail).__name__}, not a flax.linen Module; register a "
+                         "function that returns one, e.g. register_model(name, lambda: MyTail()).")
+    module = Network(tail, int(n_outputs))
 
     @jax.jit  # one compiled program instead of dozens of eager operations, each compiled on first use
     def init(key):
@@ -180,3 +191,17 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl:
         return module.apply({"params": params}, xs, method=Network.features)
 
     return Model(name, init, apply, input_shape, int(n_outputs), features)
+
+# %% ../nbs/06_models.ipynb #e30fc622
+def register_model(name: str, tail: Callable[[], nn.Module], *, replace: bool = False) -> None:
+    "Register `tail() -> nn.Module` (inputs to features) as network `name` (lower case) of `make_model`."
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"A model name must be letters, digits, '_', '.' or '-', got {name!r}.")
+    if not callable(tail) or isinstance(tail, nn.Module):
+        raise ValueError(f"tail must be a function of no arguments that returns a flax.linen Module, e.g. "
+                         f"`lambda: MyTail()`, got {tail!r}.")
+    key = name.lower()
+    if key in _TAILS and not replace:
+        what = "a built-in model" if key in MODEL_NAMES else "already registered"
+        raise ValueError(f"Model {key!r} is {what}; choose another name or pass replace=True to replace it.")
+    _TAILS[key] = lambda conv_impl: tail()

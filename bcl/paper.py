@@ -6,14 +6,15 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 # %% auto #0
-__all__ = ['METHODS', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS', 'SETUPS',
+__all__ = ['METHODS', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS', 'USER_METHODS', 'SETUPS',
            'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE', 'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS',
            'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP', 'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS',
-           'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo', 'method_name', 'method_names', 'Setup', 'setup',
-           'map_settings', 'svi_settings', 'SequenceSetup', 'sequence_setup', 'Column', 'faa_column']
+           'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo', 'UserMethod', 'method_name', 'method_names',
+           'register_method', 'method_label', 'Setup', 'setup', 'map_settings', 'svi_settings', 'SequenceSetup',
+           'sequence_setup', 'Column', 'faa_column']
 
 # %% ../nbs/00a_paper.ipynb #4c8eb6e9
 class MethodInfo(NamedTuple):
@@ -40,25 +41,62 @@ def _squash(name: str) -> str:
 
 _BY_SQUASHED = {_squash(n): n for n in METHOD_NAMES} | _ALIASES
 
+class UserMethod(NamedTuple):
+    "A registered method: canonical `name`, `label`, and `build(model, likelihood, settings) -> (Method, hyper grid)`."
+    name: str
+    label: str
+    build: Callable
+
+USER_METHODS: dict[str, UserMethod] = {}  # canonical name -> UserMethod; filled by register_method only
+_USER_BY_SQUASHED: dict[str, str] = {}
+
+def _valid_names() -> str:
+    return ", ".join(METHOD_NAMES + tuple(USER_METHODS))
+
 def method_name(name: str) -> str:
-    "The canonical name of method `name` (any letter case; spaces, '-' and '_' ignored); `ValueError` if unknown."
+    "The canonical name of method `name`, the paper's or a registered one (any letter case; spaces, '-' and '_' ignored)."
     if not isinstance(name, str):
-        raise ValueError(f"A method name must be a string, got {name!r}. Valid names: {', '.join(METHOD_NAMES)}.")
-    canonical = _BY_SQUASHED.get(_squash(name))
+        raise ValueError(f"A method name must be a string, got {name!r}. Valid names: {_valid_names()}.")
+    canonical = _BY_SQUASHED.get(_squash(name)) or _USER_BY_SQUASHED.get(_squash(name))
     if canonical is None:
-        raise ValueError(f"Unknown method {name!r}. Valid names (any letter case): {', '.join(METHOD_NAMES)}.")
+        raise ValueError(f"Unknown method {name!r}. Valid names (any letter case): {_valid_names()}; "
+                         "add your own with bcl.paper.register_method.")
     return canonical
 
 def method_names(names: Sequence[str]) -> list[str]:
     "Canonical names of a non-empty list of methods, each listed once."
     if isinstance(names, str) or not isinstance(names, (list, tuple)) or not names:
         raise ValueError(f"methods must be a non-empty list of names, got {names!r}. "
-                         f"Valid names: {', '.join(METHOD_NAMES)}.")
+                         f"Valid names: {_valid_names()}.")
     canonical = [method_name(n) for n in names]
     repeated = sorted({n for n in canonical if canonical.count(n) > 1})
     if repeated:
         raise ValueError(f"Methods {repeated} are listed more than once in {list(names)}; list each method once.")
     return canonical
+
+# %% ../nbs/00a_paper.ipynb #70122b2b
+def register_method(name: str, label: str, build: Callable, *, replace: bool = False) -> UserMethod:
+    "Register method `name` (canonical: lower case); `ValueError` for a paper method's name or a taken one (unless `replace`)."
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"A method name must be letters, digits, '_', '.' or '-' (it names result folders), got {name!r}.")
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"label must be a non-empty string (the method's name in tables), got {label!r}.")
+    if not callable(build):
+        raise ValueError(f"build must be a function (model, likelihood, settings) -> (Method, hyper grid), got {build!r}.")
+    key = _squash(name)
+    if key in _BY_SQUASHED:
+        raise ValueError(f"{name!r} names the paper's method {_BY_SQUASHED[key]!r}; choose another name.")
+    if key in _USER_BY_SQUASHED and not replace:
+        raise ValueError(f"Method {_USER_BY_SQUASHED[key]!r} is already registered; pass replace=True to replace it.")
+    USER_METHODS.pop(_USER_BY_SQUASHED.pop(key, ""), None)
+    USER_METHODS[name.lower()] = UserMethod(name.lower(), label, build)
+    _USER_BY_SQUASHED[key] = name.lower()
+    return USER_METHODS[name.lower()]
+
+def method_label(name: str) -> str:
+    "The label of method `name` (any letter case): the paper's spelling, or the registered label."
+    name = method_name(name)
+    return METHOD_LABELS[name] if name in METHOD_LABELS else USER_METHODS[name].label
 
 # %% ../nbs/00a_paper.ipynb #026d3b98
 class Setup(NamedTuple):

@@ -123,6 +123,25 @@ def _counts(labels) -> dict[str, int]:
     values, counts = np.unique(labels, return_counts=True)
     return {str(v): int(n) for v, n in zip(values.tolist(), counts.tolist())}
 
+def _gather_splits(name: str, plan, sources: dict, class_split, mapping: dict, input_divisor: float):
+    "({split: [Split per task]}, {split: [class counts per task]}) of the planned indices; every class present."
+    splits: dict[str, list[Split]] = {}
+    counts: dict[str, list[dict]] = {}
+    for split_name, indices in zip(("train", "validation", "test"), plan[:3]):
+        source_xs, source_ys = sources[split_name]
+        splits[split_name], counts[split_name] = [], []
+        for t, (index, task_classes) in enumerate(zip(indices, class_split), start=1):
+            original = source_ys[index]
+            found = set(original.tolist())
+            absent = [c for c in task_classes if c not in found]
+            if absent:
+                raise ValueError(f"Task {t} of {name} has no {split_name} example of classes {absent}: too few "
+                                 "examples of them for stratified splits. Gather more or drop those classes.")
+            labels = np.array([mapping[c] for c in original.tolist()], dtype=np.int32)
+            splits[split_name].append(Split(_take(source_xs, index, input_divisor), labels))
+            counts[split_name].append(_counts(original))
+    return splits, counts
+
 def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_map: Mapping | None = None, *,
                       test=None, incremental: str | None = None, class_names: Sequence[str] = (),
                       stratify=None, test_size: float = 0.2, validation_size: float = 0.2, seed: int = 1337,
@@ -160,21 +179,7 @@ def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_
     if plan.test_source == "pool":
         test_xs, test_ys = xs, ys
     sources = {"train": (xs, ys), "validation": (xs, ys), "test": (test_xs, test_ys)}
-    splits: dict[str, list[Split]] = {}
-    counts: dict[str, list[dict]] = {}
-    for split_name, indices in zip(("train", "validation", "test"), plan[:3]):
-        source_xs, source_ys = sources[split_name]
-        splits[split_name], counts[split_name] = [], []
-        for t, (index, task_classes) in enumerate(zip(indices, class_split), start=1):
-            original = source_ys[index]
-            found = set(original.tolist())
-            absent = [c for c in task_classes if c not in found]
-            if absent:
-                raise ValueError(f"Task {t} of {name} has no {split_name} example of classes {absent}: too few "
-                                 "examples of them for stratified splits. Gather more or drop those classes.")
-            labels = np.array([mapping[c] for c in original.tolist()], dtype=np.int32)
-            splits[split_name].append(Split(_take(source_xs, index, input_divisor), labels))
-            counts[split_name].append(_counts(original))
+    splits, counts = _gather_splits(name, plan, sources, class_split, mapping, input_divisor)
     train_xs = [split.xs for split in splits["train"]]
     bounds = (np.min([x.min(0) for x in train_xs], axis=0), np.max([x.max(0) for x in train_xs], axis=0))
     tasks = tuple(Task(train, validation, test_split, tuple(c.item() if hasattr(c, "item") else c for c in task_classes))

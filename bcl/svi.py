@@ -210,6 +210,34 @@ def _prior_inducing_points(keys: dict, coreset: Coreset, n: int, low, high, core
         use_coreset = jnp.logical_and(use_coreset, jax.random.uniform(keys["coin"]) < coreset_prob)
     return jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
 
+def _svi_init(name: str, model: Model, n_components: int | None, precision: float, coreset_size: int | None,
+              init_scales: dict):
+    "`init(key, sequence)` of an SVI method: q, the prior N(0, 1/precision) (K copies for GM), an empty coreset."
+    def init(key, sequence: TaskSequence):
+        if coreset_size is not None:
+            for t, task in enumerate(sequence.tasks, start=1):
+                if len(task.train.ys) < coreset_size:
+                    raise ValueError(f"{name}: task {t} of {sequence.name!r} has {len(task.train.ys)} training "
+                                     f"points, fewer than coreset_size = {coreset_size}; use a smaller coreset.")
+        q = variational_init(key, model.init, n_components, **init_scales)
+        like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
+        prior = variational_prior(like, n_components, precision)
+        coreset = () if coreset_size is None else coreset_init(len(sequence), coreset_size, model.input_shape)
+        return MethodState(q, SVIMemory(prior, coreset))
+    return init
+
+def _kl_weight(space: str, focus: str, kl_weighting: str, batch_size: int, coreset_batch: int | None,
+               n_inducing: int | None):
+    "`kl_weight(task)`: VCL 1/(batches per task); P-S-FSVI B/C over the task index; L-S-FSVI B/M ('paper': B/C both)."
+    def kl_weight(task):
+        if space == "parameter":
+            return 1.0 / task.n_batches
+        if focus == "prior":
+            scale = 1.0 if kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
+            return batch_size / coreset_batch * scale
+        return batch_size / (coreset_batch if kl_weighting == "paper" else n_inducing)
+    return kl_weight
+
 def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: int | None = None,
         batch_size: int, epochs: int, coreset_batch: int | None = None, coreset_size: int | None = None,
         n_inducing: int | None = None, inducing_low=None, inducing_high=None, sample_size: int = 10,
@@ -224,26 +252,9 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
     functional = space == "function"
     uses_coreset = focus == "likelihood" or functional
     name = svi_method_name(space, focus, n_components)
-
-    def init(key, sequence: TaskSequence):
-        if uses_coreset:
-            for t, task in enumerate(sequence.tasks, start=1):
-                if len(task.train.ys) < coreset_size:
-                    raise ValueError(f"{name}: task {t} of {sequence.name!r} has {len(task.train.ys)} training "
-                                     f"points, fewer than coreset_size = {coreset_size}; use a smaller coreset.")
-        q = variational_init(key, model.init, n_components, rho_mean=rho_mean, rho_std=rho_std, logit_std=logit_std)
-        like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
-        prior = variational_prior(like, n_components, precision)
-        coreset = coreset_init(len(sequence), coreset_size, model.input_shape) if uses_coreset else ()
-        return MethodState(q, SVIMemory(prior, coreset))
-
-    def kl_weight(task):
-        if not functional:
-            return 1.0 / task.n_batches
-        if focus == "prior":
-            scale = 1.0 if kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
-            return batch_size / coreset_batch * scale
-        return batch_size / (coreset_batch if kl_weighting == "paper" else n_inducing)
+    init = _svi_init(name, model, n_components, precision, coreset_size if uses_coreset else None,
+                     dict(rho_mean=rho_mean, rho_std=rho_std, logit_std=logit_std))
+    kl_weight = _kl_weight(space, focus, kl_weighting, batch_size, coreset_batch, n_inducing)
 
     def loss(q, memory, key, batch, hyper, task):
         keys = named_keys(key, "theta", "coreset", "inducing", "coin")

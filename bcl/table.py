@@ -5,137 +5,24 @@
 # %% ../nbs/13_table.ipynb #5fb4b27b
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .core import TaskSequence, atomic_write_json
-from .paper import (FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, TABLE_METHODS, Column, SequenceSetup,
-                       faa_column, map_settings, method_name, svi_settings)
+from .paper import FAA_PUBLISHED, TABLE_METHODS, USER_METHODS, map_settings, method_label, svi_settings
+from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_parameters, data_manifest, plan_cell,
+                      table_column)
 
 # %% auto #0
-__all__ = ['PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING', 'COMPONENT_NOISE', 'PAPER_TRAIN_POINTS', 'SCHEDULES', 'SMOKE',
-           'REQUIRED_FIELDS', 'CellPlan', 'check_profile', 'plan_cell', 'data_inputs', 'missing_data',
-           'cell_parameters', 'data_manifest', 'cell_hash', 'write_fake_isic', 'smoke_data', 'shrink_sequence',
-           'load_cell_sequence', 'schedule_epochs', 'cell_settings', 'build_cell_method', 'optimiser_steps', 'run_cell',
-           'write_cell', 'read_cell']
-
-# %% ../nbs/13_table.ipynb #98e3d4a3
-PROFILES = ("paper", "offline", "smoke")
-OFFLINE_SEQUENCES = {"cisplitmnist": "cisplitmnist5k", "displitmnist": "displitmnist5k"}
-OFFLINE_PRETRAINING = {"emnistletters": "fashionmnist"}
-COMPONENT_NOISE = {"paper": "independent", "offline": "collapsed", "smoke": "collapsed"}
-
-class CellPlan(NamedTuple):
-    "What a cell runs: the sequence and pre-training task to load, the setup, and what replaces the paper's data."
-    column: Column
-    method: str
-    profile: str
-    sequence: str
-    pretraining: str | None
-    substitute: str | None
-
-def check_profile(profile: str) -> str:
-    "The profile in lower case; `ValueError` if unknown."
-    if not isinstance(profile, str) or profile.lower() not in PROFILES:
-        raise ValueError(f"Unknown profile {profile!r}; choose one of {', '.join(PROFILES)}.")
-    return profile.lower()
-
-def plan_cell(column: str | Column, method: str, profile: str) -> CellPlan:
-    "The plan of one cell of Table faa under `profile`."
-    column = column if isinstance(column, Column) else faa_column(column)
-    method, profile = method_name(method), check_profile(profile)
-    if method not in TABLE_METHODS:
-        raise ValueError(f"{method!r} is not a method of Table faa; choose one of {', '.join(TABLE_METHODS)}.")
-    sequence, pretraining, notes = column.sequence, column.pretraining, []
-    if profile == "offline":
-        if sequence in OFFLINE_SEQUENCES:
-            sequence = OFFLINE_SEQUENCES[sequence]
-            notes.append(f"{sequence} for {column.sequence}")
-        if pretraining in OFFLINE_PRETRAINING:
-            pretraining = OFFLINE_PRETRAINING[pretraining]
-            notes.append(f"extractor pre-trained on {pretraining} instead of {column.pretraining}")
-    if profile == "smoke":
-        notes.append("mock data")
-    return CellPlan(column, method, profile, sequence, pretraining, "; ".join(notes) or None)
-
-# %% ../nbs/13_table.ipynb #ea5f2921
-def _instructions(name: str) -> str:
-    from bcl.data import sequence_spec
-    source = sequence_spec(name).source
-    if source.startswith("tensorflow-datasets"):
-        dataset = source.split()[-1]
-        return (f"{name}: the tfds data set {dataset!r} is not prepared. On a machine with internet run "
-                f"`pip install tensorflow tensorflow-datasets && tfds build {dataset} --file_format=array_record "
-                f"--data_dir=DIR`, copy DIR here and set TFDS_DATA_DIR=DIR.")
-    if source.startswith("ISIC"):
-        from bcl.isic import ISIC_SEQUENCES
-        return f"{name}: {ISIC_SEQUENCES[name].builder.instructions()}"
-    return f"{name}: its source ({source}) is not on this machine."
-
-@functools.lru_cache(maxsize=64)
-def data_inputs(name: str, data_dir: str | None = None) -> str | None:
-    "JSON of the fingerprint of sequence `name`'s raw inputs, or None when they are not on this machine."
-    from bcl.data import sequence_spec
-    try:
-        inputs = sequence_spec(name).inputs(source_dir=None, data_dir=data_dir)
-    except (FileNotFoundError, OSError):
-        return None
-    return None if inputs is None else json.dumps(inputs, sort_keys=True, default=str)
-
-def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
-    "What `plan` needs and this machine lacks, each with the way to get it (empty for the smoke profile)."
-    if plan.profile == "smoke":
-        return []
-    needed = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
-    return [_instructions(name) for name in needed if data_inputs(name, data_dir) is None]
-
-# %% ../nbs/13_table.ipynb #18aca57f
-PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,
-                      "displitcifar8": 32_000}  # 80 % of the training set of the classes used (Appendix A)
-SCHEDULES = ("epochs", "steps")
-SMOKE = dict(epochs=1, batch_size=4, n_inducing=8, sample_size=2, predict_sample_size=2, mock_examples=3000, points=16,
-             pretrain_examples=48, pretrain_epochs=1)
-
-def cell_parameters(column: str, method: str, profile: str, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
-                    schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None) -> dict:
-    "Validated, canonical parameters of one cell (the dict the template takes and the hash covers)."
-    plan = plan_cell(column, method, profile)
-    seeds = list(seeds) if isinstance(seeds, (list, tuple)) else seeds
-    if not isinstance(seeds, list) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
-                                                         for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be a non-empty list of distinct non-negative integers, got {seeds!r}.")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
-    from bcl.mixture import COMPONENT_NOISE as NOISES
-    noise = COMPONENT_NOISE[plan.profile] if component_noise is None else component_noise
-    if noise not in NOISES:
-        raise ValueError(f"component_noise must be one of {NOISES}, got {noise!r}.")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be a positive integer or None (the paper's), got {epochs!r}.")
-    return {"column": plan.column.key, "method": plan.method, "profile": plan.profile, "seeds": seeds,
-            "schedule": schedule, "component_noise": noise, "epochs": epochs}
-
-def data_manifest(params: dict, data_dir: str | None = None) -> dict:
-    "The fingerprint of everything a cell reads: sequence and pre-training inputs, or the mock-data recipe."
-    plan = plan_cell(params["column"], params["method"], params["profile"])
-    if plan.profile == "smoke":
-        import tensorflow_datasets as tfds
-        return {"mock": {"tfds": tfds.__version__, **SMOKE}, "sequence": plan.sequence, "pretraining": plan.pretraining}
-    names = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
-    return {name: json.loads(data_inputs(name, data_dir) or "null") for name in names}
-
-def cell_hash(params: dict, data_dir: str | None = None) -> str:
-    "Content hash of (parameters, bcl code, data fingerprint)."
-    from bcl.provenance import code_version, content_hash
-    return content_hash({"parameters": params, "code": code_version(), "data": data_manifest(params, data_dir)})
+__all__ = ['REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence', 'schedule_epochs',
+           'cell_settings', 'build_cell_method', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
 
 # %% ../nbs/13_table.ipynb #c21ad77b
 def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_class: int = 8, seed: int = 0) -> Path:
@@ -210,7 +97,7 @@ def schedule_epochs(params: dict, sequence: TaskSequence, epochs: int) -> int:
         return params["epochs"]
     if params["schedule"] == "epochs" or params["profile"] == "smoke":
         return epochs
-    paper = PAPER_TRAIN_POINTS.get(faa_column(params["column"]).sequence)
+    paper = PAPER_TRAIN_POINTS.get(table_column(params["column"]).sequence)
     if paper is None:
         raise ValueError(f"No paper training-set size for column {params['column']!r}; use schedule='epochs'.")
     ours = sum(len(task.train.ys) for task in sequence.tasks)
@@ -220,8 +107,8 @@ def _smallest_task(sequence: TaskSequence) -> int:
     return min(len(task.train.ys) for task in sequence.tasks)
 
 def cell_settings(params: dict, sequence: TaskSequence) -> tuple[dict, dict]:
-    "(model settings, method settings) of a cell: the paper's, or the smoke profile's small ones."
-    column = faa_column(params["column"])
+    "(model settings, method settings) of a cell: the paper's (a registered method: `map_settings`), or the smoke profile's small ones."
+    column = table_column(params["column"])
     setup = column.setup
     model = {"model": setup.model, "conv_impl": setup.conv_impl}
     method = params["method"]
@@ -258,6 +145,12 @@ def build_cell_method(params: dict, sequence: TaskSequence):
     method = params["method"]
     if method in TABLE_METHODS[:5]:
         method_obj, hyper = map_suite(model, sequence.likelihood, **settings)[method]
+    elif method in USER_METHODS:
+        built = USER_METHODS[method].build(model, sequence.likelihood, dict(settings))
+        if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], dict)):
+            raise ValueError(f"The build function of method {method!r} returned {type(built).__name__}; it must "
+                             "return (bcl.train.Method, hyperparameter grid dict), e.g. (method, {'learning_rate': [0.01]}).")
+        method_obj, hyper = built
     else:
         kwargs = dict(settings)
         hyper = {"learning_rate": kwargs.pop("learning_rate")}
@@ -325,11 +218,11 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     configs = hyper_configs(result.hyper)
     return {
         "column": plan.column.key, "column_label": plan.column.label, "table": plan.column.table,
-        "method": plan.method, "method_label": METHOD_LABELS[plan.method], "profile": plan.profile,
+        "method": plan.method, "method_label": method_label(plan.method), "profile": plan.profile,
         "sequence": plan.sequence, "pretraining": plan.pretraining, "substitute": plan.substitute,
         "parameters": params, "settings": settings, "hyper_grid": configs, "seeds": params["seeds"],
         "final_average_accuracy": _seed_summary(100 * final_average_accuracy(metric["accuracy"])),
-        "paper": FAA_PUBLISHED[plan.column.key][plan.method],
+        "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method
         "test_accuracy": metric["accuracy"], "test_nll": metric["nll"], "test_ece": metric["ece"],
         "test_ece100": _per_seed(ece100, chosen),
         "validation_accuracy": _per_seed(result.metrics["validation/accuracy"], chosen),

@@ -361,6 +361,12 @@ def main() -> None:
                              "one-normal draw of the same law that the offline profile uses")
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    for flag, value in (("--project", args.project), ("--cpu-reference", args.cpu_reference)):
+        if value and not Path(value).is_file():
+            parser.error(f"{flag}: no such file: {value} (benchmarks/gpu.py --out FILE writes one)")
+    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps), ("--n", args.n), ("--repeats", args.repeats)):
+        if value < 1:
+            parser.error(f"{flag} must be a positive integer, got {value}")
     if args.project:
         print_projection(args.project)
         return

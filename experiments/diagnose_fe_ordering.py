@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     from bcl.features import feature_sequence
     from bcl.paper import METHOD_LABELS, method_names
     from bcl.provenance import provenance
-    from bcl.table import PAPER_TRAIN_POINTS
+    from bcl.plan import PAPER_TRAIN_POINTS
     methods = method_names(args.methods)
     seeds = list(range(args.seeds))
     sequence = feature_sequence("cisplitmnist5k", "fashionmnist")

@@ -68,9 +68,9 @@ def _device(provenance: dict | None) -> str:
 
 def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: str | None = None) -> dict:
     "The projection record of every cell of `profile` whose data is present (see the module's docstring)."
-    from bcl.paper import FAA_COLUMNS, TABLE_METHODS, faa_column
-    from bcl.table import (build_cell_method, cell_parameters, load_cell_sequence, missing_data, optimiser_steps,
-                           plan_cell, read_cell)
+    from bcl.paper import FAA_COLUMNS, TABLE_METHODS
+    from bcl.plan import cell_parameters, missing_data, plan_cell
+    from bcl.table import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
     sequences, plans = {}, {}
     for column in FAA_COLUMNS:
         if missing_data(plan_cell(column, TABLE_METHODS[0], profile), data_dir):
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
                "load_average": os.getloadavg(), "provenance": provenance()}
     path = atomic_write_json(Path(args.tables) / f"faa_{name}_projection.json", record)
     cells = record["cells"]
-    print(f"| cell | network | steps | s/step | hours | source |\n|---|---|---|---|---|---|")
+    print("| cell | network | steps | s/step | hours | source |\n|---|---|---|---|---|---|")
     for key, c in cells.items():
         hours = "–" if c["hours"] is None else f"{c['hours']:.2f}"
         s = "–" if c.get("s_per_step") is None else f"{c['s_per_step']:.4f}"

@@ -1,9 +1,9 @@
 """Regenerate the paper's Table faa (and its visualisation figures) as a batch of papermill runs on Dask.
 
 Usage:
-  python experiments/run_table.py faa|visualisation|all [--profile paper|offline|smoke] [--cells FILTER ...]
+  python experiments/run_table.py faa|visualisation|all|custom [--profile paper|offline|smoke] [--cells FILTER ...]
                                  [--seeds N] [--schedule epochs|steps] [--scheduler ADDRESS|FILE] [--workers N] [--slurm JOBS]
-                                 [--out DIR] [--subset representative] [--dry-run]
+                                 [--out DIR] [--subset representative] [--plugins MODULE ...] [--epochs N] [--dry-run]
 
 Every cell of Table faa (13 methods x 14 columns, `bcl.paper.FAA_COLUMNS`) is one run of the template
 `nbs/21_table_cell.ipynb`, a task of a Dask distributed cluster:
@@ -25,6 +25,16 @@ MNIST-5k and a Fashion-MNIST extractor and marks CIFAR/HAM columns "data not pre
 mock data for one epoch.
 
 FILTER: shell patterns on `column/method`, any letter case, e.g. `ci-mnist-*/l-*` or `*/er`.
+
+Your own sequences, models, methods and columns (nbs/16_custom.ipynb): `--plugins MODULE ...` imports each module
+here first (its calls of bcl.data.register_sequence, bcl.models.register_model, bcl.paper.register_method and
+bcl.plan.register_column run) and passes it to every cell, whose kernel imports it before anything else. The target
+`custom` runs every registered column with the paper's 13 methods and the registered ones, e.g.
+  PYTHONPATH=experiments/plugins python experiments/run_table.py custom --plugins wine_example --cells 'wine/*'
+A plugin must be importable: installed, in the working directory, or on PYTHONPATH. The folder it was imported from
+here is added to PYTHONPATH for the LocalCluster workers and their kernels; on an existing cluster (--scheduler,
+--slurm) put it on the workers' PYTHONPATH yourself. A cell's content hash includes the plugins' source, so
+editing a plugin reruns its cells.
 Then `python experiments/ledger.py faa --profile PROFILE` assembles the ledger.
 """
 from __future__ import annotations
@@ -45,17 +55,27 @@ sys.path.insert(0, str(ROOT / "experiments"))
 TEMPLATE = ROOT / "nbs" / "21_table_cell.ipynb"
 VISUALISATION_TEMPLATE = ROOT / "nbs" / "20_visualisation.ipynb"
 KERNEL = "python3"
-TARGETS = ("faa", "visualisation", "all")
+TARGETS = ("faa", "visualisation", "all", "custom")
 
 
 def profile_folder(out: Path, profile: str, schedule: str) -> Path:
     return out / (profile if schedule == "epochs" else f"{profile}-steps")
 
 
-def select_cells(filters: list[str] | None, subset: str | None) -> list[tuple[str, str]]:
-    "(column, method) pairs in the paper's order, kept by the shell patterns `filters` on 'column/method'."
-    from bcl.paper import FAA_COLUMN_KEYS, TABLE_METHODS
-    cells = [(c, m) for c in FAA_COLUMN_KEYS for m in TABLE_METHODS]
+def select_cells(filters: list[str] | None, subset: str | None, target: str = "faa") -> list[tuple[str, str]]:
+    """(column, method) pairs in the paper's order, kept by the shell patterns `filters` on 'column/method'; for the
+    target `custom`, the registered columns with the paper's methods and the registered ones."""
+    from bcl.paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS
+    from bcl.plan import USER_COLUMNS
+    columns, methods = FAA_COLUMN_KEYS, TABLE_METHODS
+    if target == "custom":
+        if not USER_COLUMNS:
+            raise ValueError("No column is registered: pass --plugins MODULE, a module that calls "
+                             "bcl.plan.register_column (see nbs/16_custom.ipynb).")
+        if subset is not None:
+            raise ValueError("--subset applies to Table faa only; choose custom cells with --cells.")
+        columns, methods = tuple(USER_COLUMNS), TABLE_METHODS + tuple(USER_METHODS)
+    cells = [(c, m) for c in columns for m in methods]
     if subset == "representative":  # every column once and every method once, the cheapest way round
         cheap = ["joint", "finetuning", "ewc", "si", "er", "l-g-vcl", "p-g-vcl", "l-gm-vcl", "p-gm-vcl", "p-g-sfsvi",
                  "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi"]
@@ -72,16 +92,17 @@ def select_cells(filters: list[str] | None, subset: str | None) -> list[tuple[st
                 raise ValueError(f"Cell filter {pattern!r} must look like COLUMN/METHOD, e.g. 'ci-mnist-*/l-*' or '*/er'.")
         cells = [(c, m) for c, m in cells if any(fnmatch.fnmatchcase(f"{c}/{m}", p) for p in patterns)]
         if not cells:
-            raise ValueError(f"No cell matches {filters}; columns: {', '.join(FAA_COLUMN_KEYS)}; methods: "
-                             f"{', '.join(TABLE_METHODS)}.")
+            raise ValueError(f"No cell matches {filters}; columns: {', '.join(columns)}; methods: "
+                             f"{', '.join(methods)}.")
     return cells
 
 
 class Cell:
     "One cell of the batch: its parameters, folder, content hash and state before the run."
-    def __init__(self, column, method, profile, seeds, schedule, root: Path, data_dir):
-        from bcl.table import cell_hash, cell_parameters, missing_data, plan_cell
-        self.params = cell_parameters(column, method, profile, seeds, schedule=schedule)
+    def __init__(self, column, method, profile, seeds, schedule, root: Path, data_dir, plugins=(), epochs=None):
+        from bcl.plan import cell_hash, cell_parameters, missing_data, plan_cell
+        self.params = cell_parameters(column, method, profile, seeds, schedule=schedule, plugins=plugins,
+                                      epochs=epochs)
         self.plan = plan_cell(column, method, profile)
         self.folder = root / column / self.params["method"]
         self.data_dir = data_dir
@@ -103,6 +124,24 @@ def _importable() -> None:
     for path in (str(ROOT), str(ROOT / "experiments")):
         if path not in sys.path:
             sys.path.insert(0, path)
+
+
+def load_plugins(plugins: list[str]) -> list[str]:
+    """Import the plugins here (the working directory is searched too) and add the folders they came from to
+    PYTHONPATH, which the LocalCluster workers and the cells' kernels inherit; returns those folders."""
+    from bcl.plan import import_plugins
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    folders = []
+    for module in import_plugins(plugins):
+        path = Path(module.__file__).resolve()
+        depth = module.__name__.count(".") + (1 if path.name == "__init__.py" else 0)
+        folder = str(path.parents[depth])
+        if not Path(folder).is_relative_to(sys.prefix) and folder not in folders:  # an installed one is found anyway
+            folders.append(folder)
+    if folders:
+        os.environ["PYTHONPATH"] = os.pathsep.join(folders + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    return folders
 
 
 def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int) -> dict:
@@ -137,8 +176,10 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int) 
 def prepare_task(cells_params: list[dict], data_dir: str | None) -> str:
     "A Dask task: load the sequences of cells that share one extractor, so it is pre-trained once, not per cell."
     _importable()
+    from bcl.plan import import_plugins
     from bcl.table import load_cell_sequence
     for params in cells_params:
+        import_plugins(params.get("plugins", []))
         load_cell_sequence(params, data_dir)
     return ", ".join(f"{p['column']}/{p['method']}" for p in cells_params)
 
@@ -241,8 +282,12 @@ def main(argv=None) -> int:
                         help="run on JOBS Slurm jobs through dask-jobqueue (experiments/cluster/jobqueue.yaml)")
     parser.add_argument("--out", default=None, help="results folder (default results/table)")
     parser.add_argument("--data-dir", default=None, help="data folder (default: bcl's; smoke: under OUT)")
+    parser.add_argument("--plugins", nargs="+", default=[], metavar="MODULE",
+                        help="modules that register sequences, models, methods or columns (imported here and in every cell)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per task for every cell (default: the setup's)")
     parser.add_argument("--dry-run", action="store_true", help="list what would run and exit")
     args = parser.parse_args(argv)
+    load_plugins(args.plugins)
 
     from bcl.core import atomic_write_json, results_dir
     out = Path(args.out) if args.out else results_dir() / "table"
@@ -252,9 +297,9 @@ def main(argv=None) -> int:
     batch_start = time.perf_counter()
 
     cells = []
-    if args.target in ("faa", "all"):
-        cells = [Cell(c, m, args.profile, seeds, args.schedule, root, data_dir)
-                 for c, m in select_cells(args.cells, args.subset)]
+    if args.target in ("faa", "all", "custom"):
+        cells = [Cell(c, m, args.profile, seeds, args.schedule, root, data_dir, args.plugins, args.epochs)
+                 for c, m in select_cells(args.cells, args.subset, "custom" if args.target == "custom" else "faa")]
     missing = sorted({line for cell in cells for line in cell.missing})
     if args.profile == "paper" and missing:
         print("The paper profile needs data that is not on this machine:\n  " + "\n  ".join(missing), file=sys.stderr)
@@ -292,7 +337,8 @@ def main(argv=None) -> int:
             futures += [client.submit(run_visualisation_task, [str(ROOT / f) for f in files],
                                       str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")),
                                       pure=False) for files in visualisations]
-            bar = tqdm(total=len(futures), desc=f"Table faa ({args.profile})", unit="cell")
+            bar = tqdm(total=len(futures), desc=f"{'Custom cells' if args.target == 'custom' else 'Table faa'} "
+                                                  f"({args.profile})", unit="cell")
             for future in as_completed(futures):
                 try:
                     outcome = future.result()

@@ -9,10 +9,15 @@
 # whole path. The numbers (per-seed final average accuracy, the T×T test accuracy, NLL and ECE matrices, forgetting,
 # the selected EWC/SI grid point, timings, the content hash and the provenance) are built by `bcl.table.run_cell`
 # (`nbs/13_table.ipynb`).
+#
+# `plugins` names modules to import before anything else: modules that register a sequence, model, method or column
+# of their own (`nbs/16_custom.ipynb`), so that `column` and `method` can name them. The kernel runs in `nbs/`, so a
+# plugin must be installed or on `PYTHONPATH` (`experiments/run_table.py --plugins` arranges that for a module it can
+# import itself).
 
 # %% tags=["parameters"]
-column = "di-mnist-fcnn"  # a key of bcl.paper.FAA_COLUMN_KEYS
-method = "er"  # any of bcl.paper.TABLE_METHODS, any letter case
+column = "di-mnist-fcnn"  # a key of bcl.paper.FAA_COLUMN_KEYS or a registered column, any letter case
+method = "er"  # any of bcl.paper.TABLE_METHODS or a registered method, any letter case
 profile = "smoke"  # paper, offline or smoke
 seeds = [0, 1]
 schedule = "epochs"  # epochs: the paper's epochs; steps: the paper's optimiser steps per task
@@ -21,8 +26,14 @@ epochs = None  # None: the paper's (or the schedule's) epochs
 output = None  # folder for numbers.json; None: a temporary folder
 data_dir = None  # None: bcl's data folder (smoke: a folder under `output`)
 progress = False
+plugins = []  # modules to import first: their registrations (bcl.plan.register_column, ...) run
 
 # %%
+import importlib
+
+for plugin in plugins:  # before anything else, so that the names they register are known
+    importlib.import_module(plugin)
+
 import json
 import tempfile
 from pathlib import Path
@@ -30,10 +41,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bcl.table import cell_hash, cell_parameters, run_cell, write_cell
+from bcl.plan import cell_hash, cell_parameters
+from bcl.table import run_cell, write_cell
 
 params = cell_parameters(column, method, profile, seeds, schedule=schedule, component_noise=component_noise,
-                         epochs=epochs)
+                         epochs=epochs, plugins=plugins)
 folder = Path(output) if output else Path(tempfile.mkdtemp(prefix="bcl-cell-"))
 folder.mkdir(parents=True, exist_ok=True)
 if data_dir is None and params["profile"] == "smoke":
@@ -54,7 +66,8 @@ write_cell(folder, numbers)
 checkpoint.unlink(missing_ok=True)
 faa = numbers["final_average_accuracy"]
 print(f"{numbers['method_label']} on {numbers['column_label']} ({numbers['profile']}): "
-      f"{faa['mean']:.2f} ± {faa['std']:.2f} (n = {faa['n']}); paper {numbers['paper']:.2f}")
+      f"{faa['mean']:.2f} ± {faa['std']:.2f} (n = {faa['n']}); paper "
+      + ("(none)" if numbers["paper"] is None else f"{numbers['paper']:.2f}"))
 
 # %% [markdown]
 # The test-accuracy matrix, averaged over seeds: row i is after learning task i, column j is task j.

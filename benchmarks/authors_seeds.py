@@ -1,0 +1,166 @@
+"""Run the authors' code (github.com/blackblitz/bcl at b838074, unmodified) over seeds, one experiment per seed.
+
+Usage (run with the authors' environment's Python, see benchmarks/README.md "The authors' code"):
+  AUTHORS=/path/to/blackblitz-bcl   # a clone checked out at b838074
+  /path/to/authors-venv/bin/python benchmarks/authors_seeds.py --authors-repo $AUTHORS \
+      --experiment svi_cisplit2diris_fcnn --trainers likelihood_exact_gsfsvi --seeds 0 1 2 3 4 \
+      --out benchmarks/results/authors_seeds.jsonl
+
+The authors' trainer blocks of `experiments/<experiment>.toml` each carry `hparams.train.seed` and
+`hparams.predict.seed` (1337). Trainers that share a `name` are grid-searched against each other by
+`bcl.train.select_trainers` (authors' `bcl/train/__init__.py`), so seeds cannot be trainer blocks of one
+experiment. Instead, each seed is a new experiment `<experiment>__seed<S>`: a copy of the file with the chosen
+trainer blocks and both seeds set to S. Each experiment runs through the authors' three commands in their clone:
+`python -m bcl.dataprep <sequence>` (once), `python -m bcl.train <exp>` and `python -m bcl.evaluate <exp>`.
+The clone's `./coreset.zarr` is shared by every command, so experiments run one after another.
+
+The evaluation writes `results/<exp>/accuracy.dat` (msgpack: trainer id -> the T×T test accuracy matrix). The final
+average accuracy is the mean of its last row, in %. One JSON line per (trainer, seed) goes to --out. The run
+resumes: pairs already in --out are skipped.
+
+The script never imports the authors' package itself (it is also called `bcl`); it only calls their commands.
+Without `--authors-repo`, or when the environment lacks their dependencies, it says so and exits with status 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+AUTHORS_COMMIT = "b838074"
+
+
+def _fail(message: str) -> None:
+    raise SystemExit(f"authors_seeds.py: {message}")
+
+
+def check_environment(repo: Path) -> str | None:
+    "Why the authors' code cannot run here, or None."
+    if not (repo / "bcl" / "train" / "__main__.py").is_file():
+        return f"{repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)"
+    missing = []
+    for module in ("jax", "flax", "blackjax", "distrax", "orbax.checkpoint", "zarr", "torch", "msgpack", "tomli_w"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        return (f"this Python ({sys.executable}) lacks {', '.join(missing)}: run the script with the authors' "
+                "environment (their requirements.txt with CPU jax==0.4.28 jaxlib==0.4.28, numcodecs==0.13.0)")
+    return None
+
+
+def seed_experiment(spec: dict, trainers: list[str], seed: int) -> dict:
+    "A copy of the experiment `spec` with only `trainers` (by id), both seeds of each set to `seed`."
+    by_id = {t["id"]: t for t in spec["trainers"]}
+    unknown = [t for t in trainers if t not in by_id]
+    if unknown:
+        _fail(f"unknown trainer ids {unknown}; the experiment has {', '.join(by_id)}")
+    chosen = []
+    for trainer_id in trainers:
+        block = json.loads(json.dumps(by_id[trainer_id]))
+        for stage in ("train", "predict"):
+            block.setdefault("hparams", {}).setdefault(stage, {})["seed"] = int(seed)
+        chosen.append(block)
+    return {**{k: v for k, v in spec.items() if k != "trainers"}, "trainers": chosen}
+
+
+def final_average_accuracy(matrix) -> float:
+    "Mean of the last row of a T×T accuracy matrix (fractions), in %."
+    last = matrix[-1]
+    return 100.0 * sum(last) / len(last)
+
+
+def _done(out: Path) -> set[tuple[str, str, int]]:
+    if not out.is_file():
+        return set()
+    records = []
+    for line in out.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut by a kill: that pair reruns
+    return {(r["experiment"], r["trainer"], r["seed"]) for r in records if "accuracy" in r}
+
+
+def _run(repo: Path, *args: str) -> float:
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", *args], cwd=repo, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        _fail(f"`python -m {' '.join(args)}` in {repo} failed:\n{result.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int) -> list[dict]:
+    import msgpack
+    import tomli_w
+    name = f"{experiment}__seed{seed}"
+    (repo / "experiments" / f"{name}.toml").write_text(tomli_w.dumps(seed_experiment(spec, trainers, seed)))
+    (repo / "logs").mkdir(exist_ok=True)
+    train_s = _run(repo, "bcl.train", name)
+    evaluate_s = _run(repo, "bcl.evaluate", name)
+    with open(repo / "results" / name / "accuracy.dat", "rb") as file:
+        accuracy = msgpack.unpack(file)
+    import jax
+    return [{"experiment": experiment, "trainer": t, "seed": int(seed), "accuracy": accuracy[t],
+             "final_average_accuracy": final_average_accuracy(accuracy[t]), "train_s": train_s,
+             "evaluate_s": evaluate_s, "authors_commit": _commit(repo), "jax": jax.__version__,
+             "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")} for t in trainers]
+
+
+def _commit(repo: Path) -> str | None:
+    result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
+    return result.stdout.strip() or None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--authors-repo", type=Path, default=os.environ.get("BCL_AUTHORS_REPO"),
+                        help="clone of github.com/blackblitz/bcl at b838074 (or $BCL_AUTHORS_REPO)")
+    parser.add_argument("--experiment", default="svi_cisplit2diris_fcnn")
+    parser.add_argument("--trainers", nargs="+", default=["likelihood_exact_gsfsvi"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(5)))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/authors_seeds.jsonl"))
+    args = parser.parse_args(argv)
+    if args.authors_repo is None:
+        print("authors_seeds.py: no --authors-repo (or $BCL_AUTHORS_REPO) given; nothing to run.")
+        return 0
+    repo = args.authors_repo.resolve()
+    why = check_environment(repo)
+    if why:
+        print(f"authors_seeds.py: skipped: {why}.")
+        return 0
+    commit = _commit(repo) or ""
+    if not commit.startswith(AUTHORS_COMMIT):
+        print(f"warning: {repo} is at {commit[:7] or 'an unknown commit'}, not {AUTHORS_COMMIT}", file=sys.stderr)
+    if any(s < 0 for s in args.seeds):
+        _fail(f"seeds must be non-negative integers, got {args.seeds}")
+    path = repo / "experiments" / f"{args.experiment}.toml"
+    if not path.is_file():
+        _fail(f"no experiment file {path}")
+    spec = tomllib.loads(path.read_text())
+    sequence = spec["task_sequence"]["name"]
+    if not (repo / "data" / "prepped" / sequence / "metadata.toml").is_file():
+        _run(repo, "bcl.dataprep", sequence)
+    done = _done(args.out)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for seed in args.seeds:
+        todo = [t for t in args.trainers if (args.experiment, t, seed) not in done]
+        if not todo:
+            continue
+        for record in run_seed(repo, args.experiment, spec, todo, seed):
+            with open(args.out, "a") as file:
+                file.write(json.dumps(record) + "\n")
+            print(f"{record['trainer']} seed {seed}: {record['final_average_accuracy']:.2f} "
+                  f"(train {record['train_s']:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

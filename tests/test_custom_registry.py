@@ -1,0 +1,145 @@
+"""Your own sequence, model, method and column (nbs/16_custom.ipynb): registered by a plugin module, run through the
+batch (experiments/run_table.py custom) by name in any letter case; bad names and duplicate registrations fail with
+a ValueError that says what to do.
+
+The batch test runs two cells of the example plugin (experiments/plugins/cancer_example.py) for two epochs and one
+seed: two papermill kernels on one Dask worker, about a minute on a 2-core CPU.
+"""
+import importlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / "experiments" / "plugins" / "cancer_example.py"
+RUNNER = [sys.executable, str(ROOT / "experiments" / "run_table.py"), "custom"]
+
+
+def batch(args, tmp_path, plugin_dir, timeout=600):
+    env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONPATH": str(plugin_dir), "BCL_DATA_DIR": str(tmp_path / "data")}
+    return subprocess.run(RUNNER + args, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+@pytest.fixture
+def registries():
+    "Registrations made by a test are undone after it."
+    from bcl import data, models, paper, table
+    saved = [(d, dict(d)) for d in (data.SEQUENCES, models._TAILS, paper.USER_METHODS, paper._USER_BY_SQUASHED,
+                                    table.USER_COLUMNS)]
+    yield
+    for registry, before in saved:
+        registry.clear()
+        registry.update(before)
+
+
+@pytest.fixture
+def plugin(registries, monkeypatch):
+    "The example plugin, imported in this process."
+    monkeypatch.syspath_prepend(str(PLUGIN.parent))
+    sys.modules.pop("cancer_example", None)
+    yield importlib.import_module("cancer_example")
+    sys.modules.pop("cancer_example", None)
+
+
+def test_custom_cells_run_through_the_batch_by_name(tmp_path):
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    shutil.copy(PLUGIN, plugin_dir / PLUGIN.name)
+    args = ["--plugins", "cancer_example", "--profile", "offline", "--epochs", "2", "--seeds", "1", "--workers", "1",
+            "--out", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data"),
+            "--cells", "DI-Cancer-Tabular/L2-ANCHOR", "di-cancer-tabular/Finetuning"]  # names in other letter cases
+    done = batch(args, tmp_path, plugin_dir)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for method, label in (("l2-anchor", "L2 anchor"), ("finetuning", "Fine-tuning")):
+        numbers = json.loads((tmp_path / "out" / "offline" / "di-cancer-tabular" / method / "numbers.json").read_text())
+        assert (numbers["column"], numbers["method"], numbers["method_label"]) == ("di-cancer-tabular", method, label)
+        assert numbers["paper"] is None and numbers["parameters"]["plugins"] == ["cancer_example"]
+        accuracies = [a for row in numbers["test_accuracy"][0] for a in row] + numbers["final_average_accuracy"]["per_seed"]
+        assert all(math.isfinite(a) for a in accuracies)
+        assert all(0 <= a <= 100 for a in numbers["final_average_accuracy"]["per_seed"])
+        assert numbers["epochs"] == 2 and len(numbers["n_train"]) == 3
+    again = batch(args + ["--dry-run"], tmp_path, plugin_dir)
+    assert "2 cells: 2 done, 0 to run" in again.stdout, again.stdout + again.stderr
+    with open(plugin_dir / PLUGIN.name, "a") as f:  # an edited plugin reruns its cells
+        f.write("\n# edited\n")
+    edited = batch(args + ["--dry-run"], tmp_path, plugin_dir)
+    assert "2 cells: 0 done, 2 to run" in edited.stdout, edited.stdout + edited.stderr
+
+
+def test_batch_without_a_registered_column_says_what_to_do(tmp_path):
+    done = batch(["--dry-run"], tmp_path, tmp_path)
+    assert done.returncode != 0 and "No column is registered: pass --plugins MODULE" in done.stderr
+    done = batch(["--plugins", "no_such_plugin", "--dry-run"], tmp_path, tmp_path)
+    assert done.returncode != 0 and "Cannot import plugin 'no_such_plugin'" in done.stderr and "PYTHONPATH" in done.stderr
+
+
+def test_registered_names_in_any_letter_case(plugin, tmp_path):
+    from bcl.data import load_sequence
+    from bcl.models import make_model
+    from bcl.paper import method_label, method_name
+    from bcl.plan import cell_parameters, plan_cell
+    sequence = load_sequence("DISplitCancer", tmp_path)
+    assert (sequence.name, len(sequence), sequence.likelihood, sequence.input_shape) == ("displitcancer", 3, "sigmoid", (30,))
+    assert make_model("TABULAR32", 1, (30,)).name == "tabular32"
+    assert [method_name(n) for n in ("L2-Anchor", "l2_anchor", "L2ANCHOR")] == ["l2-anchor"] * 3
+    assert method_label("L2-ANCHOR") == "L2 anchor"
+    params = cell_parameters("DI-Cancer-Tabular", "L2-Anchor", "offline", [0])
+    assert (params["column"], params["method"]) == ("di-cancer-tabular", "l2-anchor")
+    assert plan_cell("di-cancer-tabular", "P-G-SFSVI", "OFFLINE").sequence == "displitcancer"
+
+
+def test_unknown_names_say_how_to_register(registries):
+    from bcl.data import sequence_spec
+    from bcl.models import make_model
+    from bcl.paper import method_name
+    from bcl.plan import plan_cell
+    with pytest.raises(ValueError, match="Unknown task sequence 'nosuch'.*register_sequence"):
+        sequence_spec("nosuch")
+    with pytest.raises(ValueError, match="Unknown model 'nosuch'.*register_model"):
+        make_model("nosuch", 2, (2,))
+    with pytest.raises(ValueError, match="Unknown method 'nosuch'.*register_method"):
+        method_name("nosuch")
+    with pytest.raises(ValueError, match="Unknown column 'nosuch'.*register_column"):
+        plan_cell("nosuch", "er", "offline")
+
+
+def test_duplicate_registrations_are_refused(plugin):
+    from bcl.data import register_sequence
+    from bcl.models import register_model
+    from bcl.paper import SequenceSetup, register_method
+    from bcl.plan import register_column
+    with pytest.raises(ValueError, match="'displitcancer' is already registered.*replace=True"):
+        register_sequence("DISplitCancer", plugin.di_split_cancer, description="again")
+    with pytest.raises(ValueError, match="'disinusoid' is a built-in sequence"):
+        register_sequence("disinusoid", plugin.di_split_cancer, description="mine")
+    with pytest.raises(ValueError, match="'tabular32' is already registered"):
+        register_model("Tabular32", lambda: plugin.TabularTail())
+    with pytest.raises(ValueError, match="'fcnn16' is a built-in model"):
+        register_model("fcnn16", lambda: plugin.TabularTail())
+    with pytest.raises(ValueError, match="'l2-anchor' is already registered"):
+        register_method("L2_Anchor", "again", plugin.l2_anchor)
+    with pytest.raises(ValueError, match="names the paper's method 'er'"):
+        register_method("ER", "mine", plugin.l2_anchor)
+    setup = SequenceSetup("2d", "tabular32", -3.0, 3.0)
+    with pytest.raises(ValueError, match="'di-cancer-tabular' is already registered"):
+        register_column("DI-Cancer-Tabular", "again", "displitcancer", setup)
+    with pytest.raises(ValueError, match="column of the paper's Table faa"):
+        register_column("CI-MNIST-FE", "mine", "displitcancer", setup)
+    with pytest.raises(ValueError, match="Unknown model 'mlp'.*register_model"):
+        register_column("cancer-mlp", "mine", "displitcancer", setup._replace(model="mlp"))
+    with pytest.raises(ValueError, match="Unknown task sequence 'cancer'"):
+        register_column("cancer-2", "mine", "cancer", setup)
+
+
+def test_built_in_names_in_any_letter_case(tmp_path):
+    "Built-in sequences and models are found in any letter case too (these were refused before the registry)."
+    from bcl.data import load_sequence
+    from bcl.models import make_model
+    assert load_sequence("CISplit2DIris", tmp_path).name == "cisplit2diris"
+    assert make_model("FCNN16", 2, (2,)).name == "fcnn16"
