@@ -1,0 +1,418 @@
+"""Equivalence harness: the authors' VCL and S-FSVI objectives (github.com/blackblitz/bcl at b838074) against `bcl.svi`,
+on identical inputs and identical random draws, for the eight variational methods on the Iris network.
+
+Usage (our environment; the authors' side runs as a subprocess in theirs, see benchmarks/README.md):
+  .venv/bin/python benchmarks/authors_parity.py --authors-repo /path/to/blackblitz-bcl \
+      --authors-python /path/to/authors-venv/bin/python [--out benchmarks/results/authors_parity.jsonl]
+
+Both packages are called `bcl` and need different JAX versions (ours 0.10, theirs 0.4.28), so the harness runs in two
+processes. This one (ours) builds, for every method and scenario, the variational parameters q, the prior, a minibatch
+and the random key of one training step; it calls our method's own step loss, `svi_method(...).loss(q, memory, key,
+batch, hyper, task)` (the function `bcl.train.make_task_program` differentiates), and its `predict`. From the same
+key it recovers what that loss used: the coreset batch (`coreset_draw`), the inducing inputs
+(`uniform_inducing_points`, or the coreset inputs for P-S-FSVI), the standard normals and, for mixtures, the Gumbel
+draws. Those go to an .npz; `benchmarks/authors_side.py` (their Python, PYTHONPATH = their clone) builds their loss
+with their trainer class's `update_loss`, evaluates it and its gradient on the same q and draws, and their BMA
+predictive on the same parameter draws, and writes an .npz back.
+
+Reported per method and scenario (largest relative differences, ours against theirs):
+  loss  |a-b|/|a| of the minibatch objective (expected NLL + weight·KL)
+  nll   the expected NLL (their nll over their `transform`ed draws)
+  kl    the KL term (closed form for G; the mixture upper bound, eq. (8) of the paper, for GM)
+  w     the KL weight, (loss - nll) / kl on each side
+  grad  max over the parameter blocks (mean, msd/rho, logit) of max|a-b| / max|a| within the block
+  theta the parameter draws θ (shows that both sides use the same noise)
+  pred  the BMA predictive probabilities at 32 inputs in the inducing box
+Scenarios: `t1` (first task: empty coreset, prior N(0, 1)) and `t3` (third task: two stored coreset tasks; for prior-
+focused methods the prior is a previous posterior, random here).
+
+Mixture sampling is the same scheme on both sides (checked, not assumed): θ = Σ_k w_k (μ_k + σ_k z_k) with independent
+z_k per component and w = softmax((λ + g)/T), T = 10⁻³ (theirs: `softmax(1000 * (logit + gumbel))`,
+bcl/train/training/vi/gaussmix.py:143-159; ours: `bcl.mixture.mixture_sample`, component_noise='independent'). So the
+same draws are injected on both sides and no Monte Carlo tolerance is needed.
+
+Known differences (seed 0, see benchmarks/README.md "The authors' code"):
+- float32, GM methods: the logit gradient differs by up to ~1e-3 relative (every other entry <= 3e-7). It is the
+  gradient of the KL bound, w * q_k (v_k - sum_j q_j v_j) with v_k = log(q_k/p_k) + KL_k: component KLs of 40-600 whose
+  differences are ~10, so float32 rounding of KL_k is amplified ~60x. Their compiled loss (jit, XLA of jax 0.4.28)
+  (bcl/train/trainer/svi/replay.py:229-238 etc., `jit(...)`; bound: bcl/train/training/vi/gaussmix.py:24-30)
+  is the one off: for l-gm-vcl at task 3, their loss evaluated eagerly gives our logit gradient to ~1e-6, and so
+  does a float64 evaluation, while their jitted loss is 2.4e-4 off.
+  Where a Gumbel draw is near a tie (p-gm-vcl, S = 100), the NLL also reaches the logits through
+  softmax(1000 (logit + g)), which is ill-conditioned in float32 the same way. With --x64 all of it is <= 2e-12.
+- --x64, P-S-FSVI at task 3: the KL weight differs by 3e-8 relative: ours divides by the task index cast to float32
+  (`bcl.svi._kl_weight`), theirs is a Python float (bcl/train/trainer/svi/replay.py:94-98, 137-141).
+- --x64, S-FSVI: the KL differs by up to ~1e-10 relative (the linearised means and variances agree to 5e-16).
+
+Without --authors-repo/--authors-python, or when the authors' environment cannot import their code, it prints one
+line and exits with status 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+EXPERIMENT = "svi_cisplit2diris_fcnn"
+SEQUENCE = "cisplit2diris"
+N_TRAIN = 32  # training points per Iris task (bcl.splits / the authors' dataprep: 32/8/10 per class)
+N_PRED = 32
+# our method name -> the trainer block id of experiments/svi_cisplit2diris_fcnn.toml
+AUTHORS_IDS = {
+    "p-g-vcl": "simple_gvcl", "l-g-vcl": "likelihood_exact_gvcl",
+    "p-gm-vcl": "simple_gmvcl", "l-gm-vcl": "likelihood_exact_gmvcl",
+    "p-g-sfsvi": "prior_exact_gsfsvi", "l-g-sfsvi": "likelihood_exact_gsfsvi",
+    "p-gm-sfsvi": "prior_exact_gmsfsvi", "l-gm-sfsvi": "likelihood_exact_gmsfsvi",
+}
+SCENARIOS = {"t1": 1, "t3": 3}  # task index; t-1 coreset tasks stored
+FP_TOL = {False: 1e-4, True: 1e-7}  # float32 / float64 (--x64) level for these sizes; above it a row is flagged
+HERE = Path(__file__).resolve().parent
+
+
+# ---------------------------------------------------------------- parameter trees
+def to_authors(tree):
+    "Our FCNN tree {'tail': {'Dense_0', 'Dense_1'}, 'head'} -> the authors' FCNN3 tree {'Dense_0', 'Dense_1', 'Dense_2'}."
+    return {"Dense_0": tree["tail"]["Dense_0"], "Dense_1": tree["tail"]["Dense_1"], "Dense_2": tree["head"]}
+
+
+def flatten(tree, prefix: str, out: dict) -> dict:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            flatten(value, f"{prefix}/{key}", out)
+    else:
+        out[prefix] = np.asarray(tree)
+    return out
+
+
+def authors_params(q) -> dict:
+    "Our Gaussian/Mixture -> the authors' {'mean', 'msd'(, 'logit')} dict."
+    from bcl.mixture import Mixture
+    params = {"mean": to_authors(q.mean), "msd": to_authors(q.rho)}
+    if isinstance(q, Mixture):
+        params["logit"] = q.logits
+    return params
+
+
+# ---------------------------------------------------------------- the draws our code makes from a key
+def standard_draws(key, q, sample_size: int, temperature: float = 1e-3):
+    """The standard normals (and Gumbels) `bcl.svi.variational_sample(key, q, S)` transforms, as the authors' `sample`
+    dict: {'gauss': tree with leaves (S, ...) or (S, K, ...), 'gumbel': (S, K)}. Mirrors `gaussian_sample` and
+    `mixture_sample` (independent component noise); `check_draws` verifies the mirror against the real call."""
+    import jax
+    from bcl.core import named_keys, random_flat, tree_ravel
+    from bcl.mixture import Mixture
+    if not isinstance(q, Mixture):
+        mean, unravel = tree_ravel(q.mean)
+        z = random_flat(jax.random.normal, named_keys(key, "normal")["normal"], (sample_size, mean.shape[-1]),
+                        mean.dtype)
+        return {"gauss": to_authors(unravel(z))}
+    ks = named_keys(key, "normal", "gumbel")
+    mean, unravel = tree_ravel(q.mean, leading_axes=1)
+    n_components = mean.shape[0]
+    gumbel = random_flat(jax.random.gumbel, ks["gumbel"], (sample_size, n_components), q.logits.dtype)
+    z = random_flat(jax.random.normal, ks["normal"], (sample_size, n_components, mean.shape[-1]), mean.dtype)
+    return {"gauss": to_authors(unravel(z)), "gumbel": gumbel}
+
+
+def thetas_from_draws(q, draws, temperature: float = 1e-3):
+    "θ from `standard_draws` by eq. (4) / eq. (7), in our tree layout."
+    import jax
+    import jax.numpy as jnp
+    from bcl.mixture import Mixture
+    z = {"tail": {"Dense_0": draws["gauss"]["Dense_0"], "Dense_1": draws["gauss"]["Dense_1"]},
+         "head": draws["gauss"]["Dense_2"]}
+    if not isinstance(q, Mixture):
+        return jax.tree.map(lambda m, r, e: m + jax.nn.softplus(r) * e, q.mean, q.rho, z)
+    w = jax.nn.softmax((q.logits + draws["gumbel"]) / temperature, axis=-1)  # (S, K)
+    return jax.tree.map(lambda m, r, e: jnp.einsum("sk,sk...->s...", w, m + jax.nn.softplus(r) * e),
+                        q.mean, q.rho, z)
+
+
+def max_rel(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.size == 0:
+        return 0.0
+    scale = np.max(np.abs(a))
+    return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b)))
+
+
+def tree_max_rel(a: dict, b: dict) -> float:
+    "max over leaves of max|a-b| / max|a| over ALL leaves of `a` (one scale per parameter block)."
+    keys = sorted(a)
+    scale = max(float(np.max(np.abs(a[k]))) for k in keys)
+    diff = max(float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64)))) for k in keys)
+    return diff / scale if scale > 0 else diff
+
+
+# ---------------------------------------------------------------- building the cases
+def build_cases(seed: int, x64: bool = False):
+    "For every method and scenario: our loss value, aux, gradient, θ, predictive, and the authors' inputs."
+    import jax
+    import jax.numpy as jnp
+    cast = (lambda tree: jax.tree.map(lambda x: x.astype(jnp.float64), tree)) if x64 else (lambda tree: tree)
+    from bcl.core import named_keys
+    from bcl.mixture import Mixture
+    from bcl.models import make_model
+    from bcl.paper import SVI_METHODS, sequence_setup
+    from bcl.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
+                         variational_init, variational_prior)
+    from bcl.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
+
+    setup = sequence_setup(SEQUENCE)
+    model = make_model(setup.model, 3, (2,))
+    low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
+    suite = svi_suite(model, "softmax", setup.setup, inducing_low=setup.inducing_low,
+                      inducing_high=setup.inducing_high)
+    inputs: dict = {}
+    ours: dict = {}
+    cases = []
+    root = jax.random.key(seed)
+    for m_index, name in enumerate(SVI_METHODS):
+        method, hyper = suite[name]
+        s = method.settings
+        focus, family, space = name.split("-")
+        n_components = s["n_components"]
+        for scenario, t in SCENARIOS.items():
+            case = f"{name}/{scenario}"
+            k = named_keys(jax.random.fold_in(root, 10 * m_index + t), "q", "rho", "prior", "coreset", "batch",
+                           "step", "pred", "predxs")
+            # q: the init of the method, with spread-out ρ (N(-2, 0.5²) instead of N(-2, 0.05²)) and, for
+            # mixtures, distinct components and logits ~ N(0, 1)
+            q = cast(variational_init(k["q"], model.init, n_components))  # flax inits float32 even under x64
+            q = q._replace(rho=jax.tree.map(lambda r, e: r + 0.5 * e, q.rho,
+                                            _normal_like(k["rho"], q.rho)))
+            like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
+            prior = cast(variational_prior(like, n_components, s["precision"]))
+            if focus == "p" and t > 1:  # prior-focused: the previous task's posterior
+                prev = cast(variational_init(k["prior"], model.init, n_components))
+                prior = prev._replace(rho=jax.tree.map(lambda r, e: r + 0.5 * e, prev.rho,
+                                                       _normal_like(jax.random.fold_in(k["prior"], 1), prev.rho)))
+            uses_coreset = focus == "l" or space == "sfsvi"
+            coreset = ()
+            if uses_coreset:
+                kx, ky = jax.random.split(k["coreset"])
+                size = s["coreset_size"]
+                coreset = Coreset(
+                    jax.random.uniform(kx, (3, size, 2), minval=low, maxval=high),
+                    jax.random.randint(ky, (3, size), 0, 3).astype(jnp.int32),
+                    jnp.asarray(t - 1, jnp.int32))
+            kx, ky = jax.random.split(k["batch"])
+            batch_size = s["batch_size"]
+            batch = Batch(jax.random.uniform(kx, (batch_size, 2), minval=low, maxval=high),
+                          jax.random.randint(ky, (batch_size,), 0, 3).astype(jnp.int32), jnp.ones(batch_size))
+            task = TaskInfo(jnp.asarray(t, jnp.int32), N_TRAIN, n_batches(N_TRAIN, batch_size))
+            memory = SVIMemory(prior, coreset)
+
+            # our objective and gradient: the step loss that make_task_program differentiates
+            (loss, aux), grads = jax.value_and_grad(method.loss, has_aux=True)(q, memory, k["step"], batch, hyper,
+                                                                               task)
+            # what that loss drew from k["step"] (svi.loss: named_keys(key, "theta", "coreset", "inducing", "coin"))
+            sk = named_keys(k["step"], "theta", "coreset", "inducing", "coin")
+            draws = standard_draws(sk["theta"], q, s["sample_size"])
+            from bcl.svi import variational_sample
+            thetas = variational_sample(sk["theta"], q, s["sample_size"])
+            draws_check = max_rel(_leaves(thetas), _leaves(thetas_from_draws(q, draws)))
+            arrays = {"xs1": batch.xs, "ys1": batch.ys}
+            if focus == "l":
+                replay = coreset_draw(sk["coreset"], coreset, s["coreset_batch"])
+                keep = np.asarray(replay.mask) > 0  # all or none: the authors' coreset returns no rows at task 1
+                arrays |= {"xs2": np.asarray(replay.xs)[keep], "ys2": np.asarray(replay.ys)[keep]}
+            else:
+                arrays |= {"xs2": np.zeros((0, 2), np.float32), "ys2": np.zeros((0,), np.int32)}
+            if space == "sfsvi":
+                if focus == "p":
+                    ind = _prior_inducing_points(sk, coreset, s["coreset_batch"], low, high, s["coreset_prob"])
+                else:
+                    ind = uniform_inducing_points(sk["inducing"], s["n_inducing"], low, high)
+                arrays["ind_xs"] = ind
+            # the predictive: our method's predict, and the draws it makes from its key
+            pred_xs = jax.random.uniform(k["predxs"], (N_PRED, 2), minval=low, maxval=high)
+            probs = method.predict(k["pred"], q, pred_xs)
+            pred_draws = standard_draws(k["pred"], q, s["predict_sample_size"])
+            pred_thetas = variational_sample(k["pred"], q, s["predict_sample_size"])
+            draws_check = max(draws_check, max_rel(_leaves(pred_thetas),
+                                                   _leaves(thetas_from_draws(q, pred_draws))))
+            arrays |= {"pred_xs": pred_xs}
+            for key, value in arrays.items():
+                inputs[f"{case}/{key}"] = np.asarray(value)
+            flatten(authors_params(q), f"{case}/params", inputs)
+            flatten(authors_params(prior), f"{case}/prior", inputs)
+            flatten(draws, f"{case}/sample", inputs)
+            flatten(pred_draws, f"{case}/pred_sample", inputs)
+            ours[case] = {
+                "loss": float(loss), "nll": float(aux["nll"]), "kl": float(aux["kl"]),
+                "grad": flatten(authors_params(grads), "grad", {}),
+                "thetas": flatten(to_authors(thetas), "thetas", {}),
+                "probs": np.asarray(probs), "draws_check": draws_check,
+                "settings": {k_: s[k_] for k_ in ("batch_size", "coreset_batch", "n_inducing", "sample_size",
+                                                  "predict_sample_size", "precision", "coreset_prob",
+                                                  "n_components", "coreset_size", "kl_weighting") if k_ in s},
+            }
+            cases.append({"name": case, "method": name, "scenario": scenario, "authors_id": AUTHORS_IDS[name],
+                          "focus": "likelihood" if focus == "l" else "prior", "task_count": t - 1,
+                          "n_train": N_TRAIN})
+    return cases, inputs, ours
+
+
+def _normal_like(key, tree):
+    import jax
+    leaves, treedef = jax.tree.flatten(tree)
+    keys = jax.random.split(key, len(leaves))
+    return jax.tree.unflatten(treedef, [jax.random.normal(kk, leaf.shape, leaf.dtype) for kk, leaf in zip(keys, leaves)])
+
+
+def _leaves(tree):
+    import jax
+    return np.concatenate([np.ravel(np.asarray(x)) for x in jax.tree.leaves(tree)])
+
+
+# ---------------------------------------------------------------- comparing
+def compare(cases, ours, theirs, info, tol: float) -> list[dict]:
+    rows = []
+    for case in cases:
+        name = case["name"]
+        o = ours[name]
+        t = {k[len(name) + 1:]: v for k, v in theirs.items() if k.startswith(name + "/")}
+        a_loss, a_nll, a_kl = float(t["loss"]), float(t["nll"]), float(t["kl"])
+        a_w = (a_loss - a_nll) / a_kl
+        o_w = (o["loss"] - o["nll"]) / o["kl"]
+        grad_blocks = {}
+        for block in ("mean", "msd", "logit"):
+            a = {k: v for k, v in t.items() if k.startswith(f"grad/{block}")}
+            if a:
+                grad_blocks[block] = tree_max_rel(a, {k: o["grad"][k] for k in a})
+        a_thetas = {k: v for k, v in t.items() if k.startswith("thetas/")}
+        row = {
+            "method": case["method"], "scenario": name.split("/")[1],
+            "authors_class": info["cases"][name]["class"], "authors_loss_fn": info["cases"][name]["loss_function"],
+            "loss": abs(a_loss - o["loss"]) / abs(a_loss), "nll": abs(a_nll - o["nll"]) / abs(a_nll),
+            "kl": abs(a_kl - o["kl"]) / abs(a_kl), "w": abs(a_w - o_w) / abs(a_w),
+            "grad": max(grad_blocks.values()), "grad_blocks": grad_blocks,
+            "theta": tree_max_rel(a_thetas, o["thetas"]), "pred": max_rel(t["probs"], o["probs"]),
+            "values": {"loss": [a_loss, o["loss"]], "nll": [a_nll, o["nll"]], "kl": [a_kl, o["kl"]],
+                       "w": [a_w, o_w]},
+            "draw_mirror_check": o["draws_check"],
+            "settings": {"ours": o["settings"], "authors": info["cases"][name]["hparams"]
+                         | {"predict_sample_size": info["cases"][name]["predict_sample_size"]}},
+        }
+        row["settings_match"] = _settings_match(case["method"], row["settings"])
+        worst = max(row[k] for k in ("loss", "nll", "kl", "w", "grad", "theta", "pred"))
+        row["max"] = worst
+        row["status"] = "ok" if worst < tol and row["settings_match"] is True else "DIFF"
+        rows.append(row)
+    return rows
+
+
+def _settings_match(method: str, settings: dict):
+    "True, or a list of the hyperparameters that differ between our settings and the authors' toml block."
+    o, a = settings["ours"], settings["authors"]
+    pairs = [("batch_size", "batch_size"), ("sample_size", "sample_size"), ("precision", "precision"),
+             ("predict_sample_size", "predict_sample_size")]
+    if "coreset_size_per_task" in a:
+        pairs.append(("coreset_size", "coreset_size_per_task"))
+    if "coreset_batch_size" in a:
+        pairs.append(("coreset_batch", "coreset_batch_size"))
+    if "noise_batch_size" in a:
+        pairs.append(("n_inducing", "noise_batch_size"))
+    if "n_comp" in a:
+        pairs.append(("n_components", "n_comp"))
+    bad = [f"{ok}={o.get(ok)} vs {ak}={a.get(ak)}" for ok, ak in pairs if o.get(ok) != a.get(ak)]
+    return True if not bad else bad
+
+
+def print_table(rows, out=sys.stdout):
+    head = f"{'method':<11} {'task':<4} {'loss':>8} {'nll':>8} {'kl':>8} {'w':>8} {'grad':>8} {'theta':>8} {'pred':>8}  status"
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for r in rows:
+        print(f"{r['method']:<11} {r['scenario']:<4} " + " ".join(f"{r[k]:8.1e}" for k in
+              ("loss", "nll", "kl", "w", "grad", "theta", "pred")) + f"  {r['status']}", file=out)
+
+
+# ---------------------------------------------------------------- main
+def _skip(message: str) -> int:
+    print(f"authors_parity.py: skipped: {message}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--authors-repo", type=Path, default=os.environ.get("BCL_AUTHORS_REPO"),
+                        help="clone of github.com/blackblitz/bcl at b838074 (or $BCL_AUTHORS_REPO)")
+    parser.add_argument("--authors-python", type=Path, default=os.environ.get("BCL_AUTHORS_PYTHON"),
+                        help="the authors' environment's python (or $BCL_AUTHORS_PYTHON)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="also write the JSON lines to this file")
+    parser.add_argument("--keep", type=Path, help="keep the exchanged .npz files in this folder")
+    parser.add_argument("--x64", action="store_true",
+                        help="run both sides in float64 (q, prior, draws and inputs cast; JAX_ENABLE_X64 on theirs)")
+    args = parser.parse_args(argv)
+    if args.authors_repo is None or args.authors_python is None:
+        return _skip("needs --authors-repo and --authors-python (the authors' clone and environment)")
+    repo = args.authors_repo.resolve()
+    if not (repo / "bcl" / "train" / "training" / "loss.py").is_file():
+        return _skip(f"{repo} is not a clone of github.com/blackblitz/bcl")
+    if not args.authors_python.exists():
+        return _skip(f"{args.authors_python} does not exist")
+    env = dict(os.environ, PYTHONPATH=str(repo), JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("XLA_FLAGS", None)
+    if args.x64:
+        env["JAX_ENABLE_X64"] = "1"
+    with tempfile.TemporaryDirectory(prefix="bcl_authors_parity_") as tmp:
+        work = Path(args.keep).resolve() if args.keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        side = [str(args.authors_python), str(HERE / "authors_side.py"), "--authors-repo", str(repo)]
+        probe = subprocess.run(side + ["--probe"], cwd=tmp, env=env, capture_output=True, text=True)
+        if probe.returncode != 0:
+            last = (probe.stdout + probe.stderr).strip().splitlines()
+            return _skip(f"the authors' environment cannot import their code ({last[-1] if last else 'no output'})")
+        commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=repo, capture_output=True,
+                                text=True).stdout.strip()
+
+        import jax
+        if args.x64:
+            jax.config.update("jax_enable_x64", True)
+        start = time.perf_counter()
+        cases, inputs, ours = build_cases(args.seed, args.x64)
+        ours_s = time.perf_counter() - start
+        inputs["meta"] = np.asarray(json.dumps({"experiment": EXPERIMENT, "cases": cases}))
+        np.savez(work / "inputs.npz", **inputs)
+        start = time.perf_counter()
+        run = subprocess.run(side + ["--inputs", str(work / "inputs.npz"), "--outputs", str(work / "outputs.npz")],
+                             cwd=tmp, env=env, capture_output=True, text=True)
+        authors_s = time.perf_counter() - start
+        if run.returncode != 0:
+            print(run.stderr[-4000:], file=sys.stderr)
+            raise SystemExit("authors_parity.py: the authors' side failed (above)")
+        theirs = dict(np.load(work / "outputs.npz", allow_pickle=False))
+    info = json.loads(str(theirs.pop("info")))
+    tol = FP_TOL[args.x64]
+    rows = compare(cases, ours, theirs, info, tol)
+    precision = "float64" if args.x64 else "float32"
+    print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {precision}; seed {args.seed}; "
+          f"ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
+    print("largest relative differences (see the module docstring); status DIFF if any > "
+          f"{tol:g} or the settings differ")
+    print_table(rows)
+    meta = {"authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__, "seed": args.seed,
+            "precision": precision,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    lines = [json.dumps(r | meta) for r in rows]
+    print()
+    for line in lines:
+        print(line)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""The authors' half of `benchmarks/authors_parity.py`: evaluate the authors' S-FSVI and VCL objectives, their
+gradients, the parameter draws and the BMA predictive on inputs read from an .npz, and write the results to an .npz.
+
+Run by `authors_parity.py` with the authors' Python (github.com/blackblitz/bcl at b838074, jax 0.4.28) and
+PYTHONPATH=<their clone>, in a temporary working directory (their replay trainers open `./coreset.zarr` on
+construction). This file imports only numpy and the authors' package, never ours: both are called `bcl`.
+
+  python authors_side.py --authors-repo REPO --inputs IN.npz --outputs OUT.npz
+  python authors_side.py --authors-repo REPO --probe      # exit 0 if their code imports, else print why
+
+The objective is built by the authors' own trainer class: `cls(model, mspec, hparams)` with the toml block's
+`hparams.train` (experiments/svi_cisplit2diris_fcnn.toml), then `trainer.update_loss(xs, ys)`, which picks the
+loss function (`gfvfe_cf`, `gmfvfe_ub`, `gpvfe_cf`, `gmpvfe_ub`, wrapped by `concat_fvfe` / `concat_pvfe` for
+likelihood-focused replay) and its KL weight. Only two of the trainer's attributes are set by hand, exactly as their
+`update_hparams` would leave them: `hparams['prior']` (the previous posterior for prior-focused methods) and
+`hparams['coreset']`, replaced by an object with the `task_count` the weight of `PriorExact*SFSVI` reads. The
+coreset batch and the inducing inputs are given (not drawn by `coreset.choice`), and so are the standard normals
+and Gumbel draws (the `sample` dicts that `gauss.sample` / `gaussmix.sample` would draw).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+
+class _Coreset:
+    "Stands in for `TaskIncrementalCoreset` in `update_loss`: only `task_count` is read there."
+
+    def __init__(self, task_count: int):
+        self.task_count = int(task_count)
+
+
+def _array(value):
+    "A jnp array; float inputs in float64 when x64 is on (JAX_ENABLE_X64=1, `authors_parity.py --x64`)."
+    import jax
+    import jax.numpy as jnp
+    if jax.config.jax_enable_x64 and np.asarray(value).dtype.kind == "f":
+        return jnp.asarray(value, jnp.float64)
+    return jnp.asarray(value)
+
+
+def _unflatten(arrays: dict, prefix: str):
+    "Nested dict from the npz keys `prefix/a/b/...` (numbers as jnp arrays)."
+    out: dict = {}
+    for key, value in arrays.items():
+        if not key.startswith(prefix + "/"):
+            continue
+        parts = key[len(prefix) + 1:].split("/")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _array(value)
+    return out
+
+
+def _flatten(tree, prefix: str, out: dict) -> dict:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            _flatten(value, f"{prefix}/{key}", out)
+    else:
+        out[prefix] = np.asarray(tree)
+    return out
+
+
+def probe(repo: Path) -> int:
+    try:
+        import jax  # noqa: F401
+        from bcl.train.trainer.svi import replay, simple  # noqa: F401
+        from bcl.train.training.vi import gauss, gaussmix  # noqa: F401
+        from bcl.train.predictor import BMAPredictor  # noqa: F401
+    except Exception as error:  # any import failure means: skip
+        print(f"{type(error).__name__}: {error}")
+        return 1
+    print(f"jax {jax.__version__}")
+    return 0
+
+
+def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
+    import jax
+    import jax.numpy as jnp
+    from jax import vmap
+    from bcl.models import ModelSpec, NLL
+    from bcl.models.fcnn import FCNN3
+    from bcl.train.predictor import BMAPredictor
+    from bcl.train.trainer.svi import replay, simple
+    from bcl.train.training.vi import gauss, gaussmix
+
+    data = dict(np.load(inputs, allow_pickle=False))
+    meta = json.loads(str(data.pop("meta")))
+    spec = tomllib.loads((repo / "experiments" / f"{meta['experiment']}.toml").read_text())
+    blocks = {t["id"]: t for t in spec["trainers"] if "id" in t}
+    mspec_args = dict(spec["model"]["spec"])
+    mspec = ModelSpec(nll=NLL[mspec_args.pop("nll")], **mspec_args)
+    model = FCNN3(**spec["model"]["args"])
+    classes = {name: getattr(module, name) for module in (simple, replay) for name in dir(module)}
+
+    result: dict = {}
+    info: dict = {"jax": jax.__version__, "x64": bool(jax.config.jax_enable_x64), "cases": {}}
+    for case in meta["cases"]:
+        name = case["name"]
+        arrays = {k[len(name) + 1:]: v for k, v in data.items() if k.startswith(name + "/")}
+        block = blocks[case["authors_id"]]
+        cls = classes[block["name"]]
+        hparams = json.loads(json.dumps(block["hparams"]["train"]))
+        mix = "logit" in {k.split("/")[1] for k in arrays if k.startswith("params/")}
+        vi = gaussmix if mix else gauss
+        trainer = cls(model, mspec, hparams)  # opens ./coreset.zarr (a temp dir) for replay trainers
+        params = _unflatten(arrays, "params")
+        prior = _unflatten(arrays, "prior")
+        trainer.hparams["prior"] = prior
+        trainer.hparams["coreset"] = _Coreset(case["task_count"])
+        n_train = int(case["n_train"])
+        trainer.update_loss(np.zeros((n_train, *mspec.in_shape), np.float32), np.zeros(n_train, np.int32))
+        sample = _unflatten(arrays, "sample")
+        xs1, ys1 = _array(arrays["xs1"]), jnp.asarray(arrays["ys1"])
+        xs2, ys2 = _array(arrays["xs2"]), jnp.asarray(arrays["ys2"])
+        function_space = "ind_xs" in arrays
+        if function_space:
+            ind_xs = _array(arrays["ind_xs"])
+            # unused by the closed-form / upper-bound losses (mc = false) but part of their signature
+            output_sample = trainer._sample(jax.random.key(0), xs=ind_xs)
+            args = (params, sample, output_sample)
+            args += (xs1, ys1, xs2, ys2, ind_xs) if case["focus"] == "likelihood" else (xs1, ys1, ind_xs)
+        else:
+            args = (params, sample) + ((xs1, ys1, xs2, ys2) if case["focus"] == "likelihood" else (xs1, ys1))
+        loss, grads = jax.value_and_grad(trainer.loss)(*args)
+
+        # the pieces, with the same functions their losses call
+        q_param = vi.get_param(params)
+        thetas = vi.transform(q_param, sample)
+        xs = jnp.concatenate([xs1, xs2]) if case["focus"] == "likelihood" else xs1
+        ys = jnp.concatenate([ys1, ys2]) if case["focus"] == "likelihood" else ys1
+        nll = vmap(trainer.hparams["nll"], in_axes=(0, None, None))(thetas, xs, ys).mean()
+        if function_space:
+            q_out = vi.get_output(params, model.apply, ind_xs)
+            p_out = vi.get_output(prior, model.apply, ind_xs)
+        else:
+            q_out, p_out = q_param, vi.get_param(prior)
+        kl = gaussmix.kldiv_ub(q_out, p_out) if mix else gauss.kldiv_cf(q_out, p_out)
+
+        pred_sample = _unflatten(arrays, "pred_sample")
+        pred_thetas = vi.transform(q_param, pred_sample)
+        predictor = BMAPredictor(model, mspec, block["hparams"].get("predict", {}), pred_thetas)
+        probs = predictor(_array(arrays["pred_xs"]), decide=False)
+
+        result[f"{name}/loss"] = np.asarray(loss)
+        result[f"{name}/nll"] = np.asarray(nll)
+        result[f"{name}/kl"] = np.asarray(kl)
+        result[f"{name}/probs"] = np.asarray(probs)
+        _flatten(grads, f"{name}/grad", result)
+        _flatten(thetas, f"{name}/thetas", result)
+        if function_space:
+            result[f"{name}/out_mean"] = np.asarray(q_out["mean"])
+            result[f"{name}/out_var"] = np.asarray(q_out["var"])
+        info["cases"][name] = {
+            "class": block["name"], "toml_id": block["id"],
+            "hparams": {k: v for k, v in hparams.items()
+                        if k in ("batch_size", "coreset_batch_size", "noise_batch_size", "sample_size", "n_comp",
+                                 "equal_weight", "mc", "precision", "coreset_prob", "coreset_size_per_task")},
+            "predict_sample_size": block["hparams"].get("predict", {}).get("sample_size"),
+            "loss_function": getattr(getattr(trainer.loss, "__wrapped__", trainer.loss), "__qualname__", "?"),
+        }
+    result["info"] = np.asarray(json.dumps(info))
+    np.savez(outputs, **result)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--authors-repo", type=Path, required=True)
+    parser.add_argument("--inputs", type=Path)
+    parser.add_argument("--outputs", type=Path)
+    parser.add_argument("--probe", action="store_true")
+    args = parser.parse_args(argv)
+    repo = args.authors_repo.resolve()
+    if str(repo) not in sys.path:
+        sys.path.insert(0, str(repo))
+    if args.probe:
+        return probe(repo)
+    evaluate(repo, args.inputs, args.outputs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
