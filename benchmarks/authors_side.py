@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from authors_parity import flatten as _flatten  # stdlib and numpy only: safe in the authors' environment
+
 
 class _Coreset:
     "Stands in for `TaskIncrementalCoreset` in `update_loss`: only `task_count` is read there."
@@ -55,15 +57,6 @@ def _unflatten(arrays: dict, prefix: str):
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _array(value)
-    return out
-
-
-def _flatten(tree, prefix: str, out: dict) -> dict:
-    if isinstance(tree, dict):
-        for key, value in tree.items():
-            _flatten(value, f"{prefix}/{key}", out)
-    else:
-        out[prefix] = np.asarray(tree)
     return out
 
 
