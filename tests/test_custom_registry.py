@@ -29,9 +29,9 @@ def batch(args, tmp_path, plugin_dir, timeout=600):
 @pytest.fixture
 def registries():
     "Registrations made by a test are undone after it."
-    from bcl import data, models, paper, table
+    from bcl import data, models, paper, plan
     saved = [(d, dict(d)) for d in (data.SEQUENCES, models._TAILS, paper.USER_METHODS, paper._USER_BY_SQUASHED,
-                                    table.USER_COLUMNS)]
+                                    plan.USER_COLUMNS)]
     yield
     for registry, before in saved:
         registry.clear()
