@@ -10,6 +10,12 @@ learning rate). There tensorflow-datasets is absent, so the Iris arrays are read
 (`python -m bcl.dataprep cisplit2diris` in their clone writes them). They are the same arrays, in the same order, as
 `bcl.data.load_sequence('cisplit2diris')` (checked). Comparing the two runs separates what the JAX version does to the
 seed distribution from what the implementation does. Prints one JSON line: per-seed final average accuracy, mean, sd.
+
+`--reuse-task-key` is a diagnostic: every task gets the same training and end-of-task keys, as in the authors'
+trainers, which split one fixed key per trainer at every task (bcl/train/trainer/svi/replay.py, `update_state` and
+`update_hparams`, at b838074): the same shuffles, inducing inputs, parameter noise and coreset positions for every
+task. bcl folds the task index into the seed's key (`bcl.sequence._task_arguments`); the option replaces that fold
+by the identity, in `bcl.sequence` only.
 """
 from __future__ import annotations
 
@@ -33,13 +39,38 @@ def prepped_sequence(folder: str):
                         ("setosa", "versicolor", "virginica"), "class")
 
 
+class _SameKeyEveryTask:
+    "Stands in for the `jax` module inside `bcl.sequence`: `jax.random.fold_in(key, t)` returns `key`."
+    def __init__(self, jax):
+        self._jax = jax
+        self.random = _RandomWithoutFold(jax.random)
+
+    def __getattr__(self, name):
+        return getattr(self._jax, name)
+
+
+class _RandomWithoutFold:
+    def __init__(self, random):
+        self._random = random
+
+    def fold_in(self, key, data):
+        return key
+
+    def __getattr__(self, name):
+        return getattr(self._random, name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--method", default="l-g-sfsvi")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(20)))
     parser.add_argument("--prepped", default=None, help="the authors' prepared Iris folder (else load_sequence)")
+    parser.add_argument("--reuse-task-key", action="store_true", help="the same keys for every task (diagnostic)")
     args = parser.parse_args()
     import jax
+    if args.reuse_task_key:
+        import bcl.sequence
+        bcl.sequence.jax = _SameKeyEveryTask(jax)
     from bcl.metrics import final_average_accuracy
     from bcl.models import make_model
     from bcl.paper import method_name, sequence_setup, svi_settings
@@ -62,7 +93,7 @@ def main() -> None:
                             progress=False)
     accuracy = np.asarray(result.metrics["test/accuracy"])[0]
     faa = [100 * float(final_average_accuracy(a)) for a in accuracy]
-    print(json.dumps({"method": name, "jax": jax.__version__, "seeds": args.seeds, "final_average_accuracy": faa,
+    print(json.dumps({"method": name, "jax": jax.__version__, "reuse_task_key": args.reuse_task_key, "seeds": args.seeds, "final_average_accuracy": faa,
                       "mean": float(np.mean(faa)), "sd": float(np.std(faa, ddof=1)) if len(faa) > 1 else None,
                       "seconds": time.perf_counter() - start}))
 

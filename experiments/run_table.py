@@ -268,23 +268,34 @@ def ensure_kernel() -> None:
     ensure()
 
 
+def positive_int(text: str) -> int:
+    "argparse type: a whole number of at least 1 (a count of seeds, workers, jobs or epochs)."
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number such as 5, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value} (--seeds N runs seeds 0..N-1)")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", type=str.lower, choices=TARGETS)
     parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
     parser.add_argument("--cells", nargs="*", help="shell patterns on COLUMN/METHOD")
     parser.add_argument("--subset", choices=("representative",), help="one cell per column and per method")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default 5; smoke 2)")
+    parser.add_argument("--seeds", type=positive_int, default=None, help="seeds 0..N-1 (default 5; smoke 2)")
     parser.add_argument("--schedule", choices=("epochs", "steps"), default="epochs")
     parser.add_argument("--scheduler", help="address or scheduler file of an existing Dask scheduler")
-    parser.add_argument("--workers", type=int, help="LocalCluster workers (default: one per GPU, or one)")
-    parser.add_argument("--slurm", type=int, metavar="JOBS",
+    parser.add_argument("--workers", type=positive_int, help="LocalCluster workers (default: one per GPU, or one)")
+    parser.add_argument("--slurm", type=positive_int, metavar="JOBS",
                         help="run on JOBS Slurm jobs through dask-jobqueue (experiments/cluster/jobqueue.yaml)")
     parser.add_argument("--out", default=None, help="results folder (default results/table)")
     parser.add_argument("--data-dir", default=None, help="data folder (default: bcl's; smoke: under OUT)")
     parser.add_argument("--plugins", nargs="+", default=[], metavar="MODULE",
                         help="modules that register sequences, models, methods or columns (imported here and in every cell)")
-    parser.add_argument("--epochs", type=int, default=None, help="epochs per task for every cell (default: the setup's)")
+    parser.add_argument("--epochs", type=positive_int, default=None, help="epochs per task for every cell (default: the setup's)")
     parser.add_argument("--dry-run", action="store_true", help="list what would run and exit")
     args = parser.parse_args(argv)
     load_plugins(args.plugins)

@@ -50,6 +50,15 @@ def test_paper_profile_without_data_fails_fast(tmp_path):
     assert not (tmp_path / "out" / "paper" / "batch.json").exists()  # nothing ran
 
 
+@pytest.mark.parametrize("flag, value, message", [("--seeds", "0", "must be at least 1, got 0"),
+                                                   ("--workers", "-2", "must be at least 1, got -2"),
+                                                   ("--epochs", "two", "expected a whole number such as 5")])
+def test_counts_must_be_positive_whole_numbers(tmp_path, flag, value, message):
+    result = run([flag, value, "--dry-run", "--out", str(tmp_path / "out")], tmp_path, timeout=120)
+    assert result.returncode == 2 and message in result.stderr and flag in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_runner_killed_mid_batch_loses_nothing(tmp_path):
     out = tmp_path / "out"
     args = ["--profile", "smoke", "--workers", "1", "--out", str(out), "--cells", *CELLS]
