@@ -16,11 +16,12 @@ readme = Path(__file__).parent / "README.md"
 here = Path(__file__).parent
 # What the console commands need besides the code, copied into the wheel's bcl/ (found by bcl.cli after an install).
 SHIPPED = {"templates": ["nbs/20_visualisation.ipynb", "nbs/21_table_cell.ipynb"],
-           "params": sorted(str(p.relative_to(here)) for p in (here / "experiments" / "params").glob("*.yaml"))}
+           "params": sorted(str(p.relative_to(here)) for p in (here / "experiments" / "params").glob("*.yaml")),
+           "cluster": ["experiments/cluster/jobqueue.yaml"]}
 
 
 class BuildWithTemplates(build_py):
-    "build_py that also copies the papermill templates and parameter files into bcl/templates and bcl/params."
+    "build_py that also copies the papermill templates, parameter files and the Slurm example into bcl/templates, bcl/params, bcl/cluster."
     def run(self):
         super().run()
         if getattr(self, "editable_mode", False):  # an editable install reads them from the checkout

@@ -25,7 +25,7 @@ __all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'code_version', 'canonical_json', 
            'provenance']
 
 # %% ../nbs/00b_provenance.ipynb #fe760982
-OUTSIDE_COMPUTATION = ("_modidx.py", "ledger.py", "cli.py")  # never imported by a computation; left out of code_version
+OUTSIDE_COMPUTATION = ("_modidx.py", "ledger.py", "cli.py", "batch.py", "devices.py")  # never imported by a computation; left out of code_version
 
 def _package_folder() -> Path:
     import bcl

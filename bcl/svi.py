@@ -238,6 +238,35 @@ def _kl_weight(space: str, focus: str, kl_weighting: str, batch_size: int, cores
         return batch_size / (coreset_batch if kl_weighting == "paper" else n_inducing)
     return kl_weight
 
+def _focus_parts(focus: str, coreset_batch: int | None):
+    """The focus part: `fit_batch(keys, batch, memory)`, the points the NLL sees (likelihood: the batch followed by a
+    coreset batch of one stored task), and `next_prior(state)`, the prior after a task (prior: q; likelihood: q_0)."""
+    if focus == "prior":
+        return (lambda keys, batch, memory: batch), (lambda state: state.params)
+    def fit_batch(keys, batch, memory):
+        return _concat(batch, coreset_draw(keys["coreset"], memory.coreset, coreset_batch))
+    return fit_batch, (lambda state: state.memory.prior)
+
+def _space_free_energy(model: Model, likelihood: str, space: str, focus: str, *, sample_size, temperature,
+                       component_noise, inducing_box, n_inducing, coreset_batch, coreset_prob, chunk_size):
+    """The space part: `free_energy(q, memory, keys, batch, weight) -> (loss, aux)`, VCL's parameter-space KL or
+    S-FSVI's function-space KL at inducing inputs (prior focus: coreset inputs, else uniform; likelihood: uniform).
+    The family (G or GM) is the type of q and the prior, dispatched inside the KL and the sampler."""
+    if space == "parameter":
+        def free_energy(q, memory, keys, batch, weight):
+            return vcl_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, weight, sample_size,
+                                   temperature, component_noise)
+        return free_energy
+    low, high = inducing_box
+    def free_energy(q, memory, keys, batch, weight):
+        if focus == "prior":
+            inducing = _prior_inducing_points(keys, memory.coreset, coreset_batch, low, high, coreset_prob)
+        else:
+            inducing = uniform_inducing_points(keys["inducing"], n_inducing, low, high)
+        return sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing, weight,
+                                 sample_size, temperature, chunk_size, component_noise)
+    return free_energy
+
 def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: int | None = None,
         batch_size: int, epochs: int, coreset_batch: int | None = None, coreset_size: int | None = None,
         n_inducing: int | None = None, inducing_low=None, inducing_high=None, sample_size: int = 10,
@@ -249,33 +278,24 @@ def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: 
     'likelihood', `n_components` None (G) or K (GM). `hyper` needs only 'learning_rate'."""
     settings = {k: v for k, v in locals().items() if k not in ("model", "likelihood")}  # the arguments, as given
     low, high = _check_svi_settings(model, **settings)
-    functional = space == "function"
-    uses_coreset = focus == "likelihood" or functional
+    uses_coreset = focus == "likelihood" or space == "function"
     name = svi_method_name(space, focus, n_components)
     init = _svi_init(name, model, n_components, precision, coreset_size if uses_coreset else None,
                      dict(rho_mean=rho_mean, rho_std=rho_std, logit_std=logit_std))
     kl_weight = _kl_weight(space, focus, kl_weighting, batch_size, coreset_batch, n_inducing)
 
+    fit_batch, next_prior = _focus_parts(focus, coreset_batch)
+    free_energy = _space_free_energy(model, likelihood, space, focus, sample_size=sample_size, temperature=temperature,
+                                     component_noise=component_noise, inducing_box=(low, high), n_inducing=n_inducing,
+                                     coreset_batch=coreset_batch, coreset_prob=coreset_prob, chunk_size=chunk_size)
+
     def loss(q, memory, key, batch, hyper, task):
         keys = named_keys(key, "theta", "coreset", "inducing", "coin")
-        if focus == "likelihood":
-            batch = _concat(batch, coreset_draw(keys["coreset"], memory.coreset, coreset_batch))
-        if not functional:
-            total, aux = vcl_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, kl_weight(task),
-                                         sample_size, temperature, component_noise)
-        else:
-            if focus == "prior":
-                inducing = _prior_inducing_points(keys, memory.coreset, coreset_batch, low, high, coreset_prob)
-            else:
-                inducing = uniform_inducing_points(keys["inducing"], n_inducing, low, high)
-            total, aux = sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing,
-                                           kl_weight(task), sample_size, temperature, chunk_size, component_noise)
-        return total, aux
+        return free_energy(q, memory, keys, fit_batch(keys, batch, memory), kl_weight(task))
 
     def end_task(key, state, split, hyper, task):
-        prior = state.params if focus == "prior" else state.memory.prior
         coreset = coreset_add(key, state.memory.coreset, split) if uses_coreset else ()
-        return MethodState(state.params, SVIMemory(prior, coreset))
+        return MethodState(state.params, SVIMemory(next_prior(state), coreset))
 
     def predict(key, q, xs):
         return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature, component_noise)

@@ -1,4 +1,4 @@
-"""experiments/devices.py: GPU counting with a fake `nvidia-smi` on PATH, and per-worker pinning (no GPU needed)."""
+"""bcl.devices (nbs/15a_devices.ipynb): GPU counting with a fake `nvidia-smi` on PATH, and per-worker pinning (no GPU needed)."""
 import os
 import subprocess
 import sys
@@ -6,10 +6,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "experiments"))
-
-import devices  # noqa: E402
+from bcl import devices
 
 
 def fake_nvidia_smi(folder: Path, n_gpus: int, exit_code: int = 0) -> None:
@@ -84,8 +81,8 @@ def test_pin_rejects_bad_arguments(path_only, bad):
 
 def test_counting_does_not_import_jax(path_only):
     fake_nvidia_smi(path_only, 1)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import devices; n = devices.gpu_count(); "
+    code = ("import sys; from bcl import devices; n = devices.gpu_count(); "
             "assert 'jax' not in sys.modules and 'jaxlib' not in sys.modules; print(n)")
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "experiments")], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=os.environ.copy(), check=True)
     assert done.stdout.strip() == "1"
