@@ -267,13 +267,20 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
         epoch_bar.close()
     return state, np.asarray(losses), compile_s, run_s
 
-def train_sequence(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int] = (0,), *,
-                   checkpoint: str | os.PathLike | None = None, progress: bool = True,
-                   after_task: Callable | None = None, eval_chunk: int = 4096,
-                   check_finite: bool = True, fast_compile: bool | None = None,
-                   restart: bool = False) -> SequenceResult:
+def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or your own `Method`)
+                   sequence: TaskSequence,  # the tasks, trained in order
+                   hyper: dict,  # {"learning_rate": ...}: scalars, or 1-D arrays of one length G (`hyper_grid`), vmapped
+                   seeds: Sequence[int] = (0,),  # one vmapped copy per seed
+                   *,
+                   checkpoint: str | os.PathLike | None = None,  # file to resume from and save to after every task
+                   progress: bool = True,  # progress bars over tasks and epochs
+                   after_task: Callable | None = None,  # called as after_task(t, result of tasks 1..t)
+                   eval_chunk: int = 4096,  # test points per chunk of the evaluation
+                   check_finite: bool = True,  # stop with a clear error when a loss turns NaN/inf
+                   fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
+                   restart: bool = False,  # discard an existing `checkpoint` and start from task 1
+                  ) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
-    # restart: discard an existing `checkpoint` (e.g. one refused as stale) and start from task 1.
     check_sequence(method, sequence)
     hyper = _as_grid(hyper)
     configs = hyper_configs(hyper)

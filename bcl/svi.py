@@ -267,13 +267,31 @@ def _space_free_energy(model: Model, likelihood: str, space: str, focus: str, *,
                                  sample_size, temperature, chunk_size, component_noise)
     return free_energy
 
-def svi(model: Model, likelihood: str, *, space: str, focus: str, n_components: int | None = None,
-        batch_size: int, epochs: int, coreset_batch: int | None = None, coreset_size: int | None = None,
-        n_inducing: int | None = None, inducing_low=None, inducing_high=None, sample_size: int = 10,
-        predict_sample_size: int = 10, precision: float = 1.0, temperature: float = 1e-3,
-        coreset_prob: float = 1.0, kl_weighting: str = "code", chunk_size: int | None = None,
-        rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
-        component_noise: str = "independent") -> Method:
+def svi(model: Model,  # the network (`bcl.models.make_model`)
+        likelihood: str,  # 'softmax' or 'sigmoid'
+        *,
+        space: str,  # 'parameter' (VCL) or 'function' (S-FSVI)
+        focus: str,  # 'prior' or 'likelihood'
+        n_components: int | None = None,  # None: Gaussian q (G); K: a mixture of K Gaussians (GM)
+        batch_size: int,  # B, training points per step
+        epochs: int,  # passes over each task's training set
+        coreset_batch: int | None = None,  # C, coreset points per step (L-methods, P-S-FSVI's inducing inputs)
+        coreset_size: int | None = None,  # points stored per task at its end
+        n_inducing: int | None = None,  # M, uniform inducing inputs per step (L-S-FSVI)
+        inducing_low=None,  # lower corner of the inducing box (S-FSVI), a scalar or one value per input
+        inducing_high=None,  # upper corner of the inducing box
+        sample_size: int = 10,  # S, parameter draws per step
+        predict_sample_size: int = 10,  # parameter draws of the Bayesian model average at prediction
+        precision: float = 1.0,  # of the initial prior N(0, 1/precision)
+        temperature: float = 1e-3,  # of the Gumbel-softmax mixture weights (eq. (6))
+        coreset_prob: float = 1.0,  # P-S-FSVI: probability of coreset (not uniform) inducing inputs once stored
+        kl_weighting: str = "code",  # S-FSVI's KL weight; 'code' (the authors'): P B/(C t), L B/M; 'paper': B/C
+        chunk_size: int | None = None,  # inducing inputs per chunk of the function-space KL (None: all at once)
+        rho_mean: float = -2.0,  # initial ρ of q's scales, σ = softplus(ρ), drawn N(rho_mean, rho_std²)
+        rho_std: float = 0.05,
+        logit_std: float = 1.0,  # initial mixture logits ~ N(0, logit_std²)
+        component_noise: str = "independent",  # GM draws: 'independent' (the authors'), 'collapsed' or 'shared'
+       ) -> Method:
     """One of the eight variational methods: `space` 'parameter' (VCL) or 'function' (S-FSVI), `focus` 'prior' or
     'likelihood', `n_components` None (G) or K (GM). `hyper` needs only 'learning_rate'."""
     settings = {k: v for k, v in locals().items() if k not in ("model", "likelihood")}  # the arguments, as given
