@@ -20,8 +20,8 @@ from .core import atomic_write_json, project_root, results_dir
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
            'select_cells', 'Cell', 'run_cell_task', 'kill_hook', 'prepare_task', 'prepare_groups',
-           'run_visualisation_task', 'load_plugins', 'slurm_config', 'slurm_cluster', 'make_client', 'positive_int',
-           'table_parser', 'table_main']
+           'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
+           'slurm_cluster', 'make_client', 'positive_int', 'table_parser', 'table_main']
 
 # %% ../nbs/15b_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -94,9 +94,10 @@ class Cell:
         return numbers is not None and numbers.get("content_hash") == self.hash
 
 # %% ../nbs/15b_batch.ipynb #445eac42
-def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int) -> dict:
+def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int, plugin_folder: str | None = None) -> dict:
     "A Dask task: execute the table-cell template for one cell; on failure record error.json. Runs on a worker."
     import papermill as pm
+    use_plugin_folder(plugin_folder)
     folder_path = Path(folder)
     folder_path.mkdir(parents=True, exist_ok=True)
     if n_gpus:
@@ -132,9 +133,10 @@ def kill_hook(params: dict) -> None:
         import signal
         os.kill(os.getpid(), signal.SIGKILL)
 
-def prepare_task(cells_params: list[dict], data_dir: str | None) -> str:
+def prepare_task(cells_params: list[dict], data_dir: str | None, plugin_folder: str | None = None) -> str:
     "A Dask task: load the sequences of cells that share one extractor, so it is pre-trained once, not per cell."
     from bcl.plan import import_plugins
+    use_plugin_folder(plugin_folder)
     from bcl.table import load_cell_sequence
     for params in cells_params:
         import_plugins(params.get("plugins", []))
@@ -188,6 +190,34 @@ def load_plugins(plugins: list[str]) -> list[str]:
     if folders:
         os.environ["PYTHONPATH"] = os.pathsep.join(folders + [p for p in [os.environ.get("PYTHONPATH")] if p])
     return folders
+
+def ship_plugins(plugins: list[str], folder: Path) -> str | None:
+    """Copy the source of every plugin (its module file, or its top-level package folder) into `folder`; the tasks
+    put `folder` first on their `PYTHONPATH`. Returns the folder as a string, or None without plugins."""
+    import shutil
+    from bcl.plan import import_plugins
+    if not plugins:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    for module in import_plugins(plugins):
+        path = Path(module.__file__).resolve()
+        depth = module.__name__.count(".") + (1 if path.name == "__init__.py" else 0)
+        top = module.__name__.split(".")[0]
+        source = path.parents[depth] / top if depth else path
+        if source.is_dir():
+            shutil.copytree(source, folder / top, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, folder / source.name)
+    return str(folder)
+
+def use_plugin_folder(folder: str | None) -> None:
+    "On a worker: put the batch's plugin folder first on sys.path and on the PYTHONPATH its kernels inherit."
+    if not folder:
+        return
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != folder]
+    os.environ["PYTHONPATH"] = os.pathsep.join([folder, *rest])
 
 # %% ../nbs/15b_batch.ipynb #68c8b64d
 def slurm_config() -> Path:
@@ -263,19 +293,20 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     return parser
 
 # %% ../nbs/15b_batch.ipynb #a3243d18
-def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: Path, data_dir, n_gpus: int) -> list:
+def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: Path, data_dir, n_gpus: int,
+                    plugin_folder: str | None = None) -> list:
     "Prepare the extractors, then run the cells and figures as Dask tasks with a progress bar; their outcomes."
     from distributed import as_completed
     from tqdm.auto import tqdm
     groups = prepare_groups(todo)
     if groups:  # extractors and features first, each pre-trained once (cached under the data folder)
         print(f"preparing {sum(map(len, groups))} feature sequences ({len(groups)} extractors)", flush=True)
-        for future in as_completed([client.submit(prepare_task, g, data_dir, pure=False) for g in groups]):
+        for future in as_completed([client.submit(prepare_task, g, data_dir, plugin_folder, pure=False) for g in groups]):
             try:
                 future.result()
             except Exception as error:  # the cells themselves will fail and record why
                 print(f"preparation failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
-    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, n_gpus, pure=False,
+    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, n_gpus, plugin_folder, pure=False,
                              key=f"cell-{c.params['column']}-{c.params['method']}-{c.hash}") for c in todo]
     futures += [client.submit(run_visualisation_task, files,
                               str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")), pure=False)
@@ -344,7 +375,8 @@ def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
         ensure_kernel()
         client, n_gpus = make_client(args.scheduler, args.workers, args.slurm, args.slurm_config)
         try:
-            results += _run_on_cluster(client, todo, visualisations, args, root, data_dir, n_gpus)
+            plugin_folder = ship_plugins(args.plugins, root / "plugins")
+            results += _run_on_cluster(client, todo, visualisations, args, root, data_dir, n_gpus, plugin_folder)
         finally:
             client.close()
     return _report(results, args, seeds, root, time.perf_counter() - start)

@@ -3,15 +3,18 @@ batch (experiments/run_table.py custom) by name in any letter case; bad names an
 a ValueError that says what to do.
 
 The batch test runs two cells of the example plugin (experiments/plugins/cancer_example.py) for two epochs and one
-seed: two papermill kernels on one Dask worker, about a minute on a 2-core CPU.
+seed: two papermill kernels on one Dask worker, about a minute on a 2-core CPU. Another runs one cell on a separate
+Dask scheduler whose worker cannot import the plugin itself: the batch ships its source.
 """
 import importlib
 import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -143,3 +146,40 @@ def test_built_in_names_in_any_letter_case(tmp_path):
     from bcl.models import make_model
     assert load_sequence("CISplit2DIris", tmp_path).name == "cisplit2diris"
     assert make_model("FCNN16", 2, (2,)).name == "fcnn16"
+
+
+def test_plugin_reaches_the_workers_of_a_separate_cluster(tmp_path):
+    "A `dask worker` started elsewhere, without the plugin on its path, runs a custom cell: the batch ships the plugin."
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    shutil.copy(PLUGIN, plugin_dir / PLUGIN.name)
+    elsewhere = tmp_path / "worker-home"
+    elsewhere.mkdir()
+    scheduler_file = tmp_path / "scheduler.json"
+    bin_dir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"TQDM_DISABLE": "1"}
+    common = dict(cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    processes = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--scheduler-file", str(scheduler_file),
+                                   "--host", "127.0.0.1", "--port", "0", "--no-dashboard"], **common)]
+    try:
+        deadline = time.time() + 120
+        while not scheduler_file.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert scheduler_file.exists(), "the scheduler did not start"
+        processes.append(subprocess.Popen([str(bin_dir / "dask"), "worker", "--scheduler-file", str(scheduler_file),
+                                           "--nthreads", "1", "--no-dashboard"], **common))
+        out = tmp_path / "out"
+        done = batch(["--plugins", "cancer_example", "--profile", "offline", "--epochs", "2", "--seeds", "1",
+                      "--scheduler", str(scheduler_file), "--out", str(out), "--data-dir", str(tmp_path / "data"),
+                      "--cells", "di-cancer-tabular/l2-anchor"], tmp_path, plugin_dir)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        numbers = json.loads((out / "offline" / "di-cancer-tabular" / "l2-anchor" / "numbers.json").read_text())
+        assert numbers["parameters"]["plugins"] == ["cancer_example"]
+        assert (out / "offline" / "plugins" / PLUGIN.name).read_text() == PLUGIN.read_text()
+    finally:
+        for process in processes:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
