@@ -47,9 +47,9 @@ templates: $(STAMP)
 ## Fail if nbdev_clean, nbdev_export or `make templates` would change a file (notebooks not clean, bcl/ or the
 ## template scripts out of sync with nbs/).
 sync-check: $(STAMP)
-	@before=$$(git ls-files -z nbs bcl experiments/templates | xargs -0 sha256sum); \
+	@before=$$(git ls-files -z nbs bcl experiments/templates pyproject.toml | xargs -0 sha256sum); \
 	$(BIN)/nbdev_clean >/dev/null && $(BIN)/nbdev_export >/dev/null && $(MAKE) --no-print-directory templates; \
-	after=$$(git ls-files -z nbs bcl experiments/templates | xargs -0 sha256sum); \
+	after=$$(git ls-files -z nbs bcl experiments/templates pyproject.toml | xargs -0 sha256sum); \
 	untracked=$$(git ls-files --others --exclude-standard bcl experiments/templates); \
 	if [ "$$before" != "$$after" ] || [ -n "$$untracked" ]; then \
 	  echo "nbdev_clean/nbdev_export/make templates changed files: run them and commit the result."; \

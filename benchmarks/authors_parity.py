@@ -336,14 +336,8 @@ def print_table(rows, out=sys.stdout):
               ("loss", "nll", "kl", "w", "grad", "theta", "pred")) + f"  {r['status']}", file=out)
 
 
-# ---------------------------------------------------------------- main
-def _skip(message: str) -> int:
-    print(f"authors_parity.py: skipped: {message}")
-    return 0
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+# ---------------------------------------------------------------- running the authors' side (also authors_parity_map.py)
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--authors-repo", type=Path, default=os.environ.get("BCL_AUTHORS_REPO"),
                         help="clone of github.com/blackblitz/bcl at b838074 (or $BCL_AUTHORS_REPO)")
     parser.add_argument("--authors-python", type=Path, default=os.environ.get("BCL_AUTHORS_PYTHON"),
@@ -352,65 +346,97 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="also write the JSON lines to this file")
     parser.add_argument("--keep", type=Path, help="keep the exchanged .npz files in this folder")
     parser.add_argument("--x64", action="store_true",
-                        help="run both sides in float64 (q, prior, draws and inputs cast; JAX_ENABLE_X64 on theirs)")
-    args = parser.parse_args(argv)
+                        help="run both sides in float64 (inputs cast; JAX_ENABLE_X64 on theirs)")
+
+
+def authors_command(args, script: str, prog: str):
+    """(command, environment, short commit) of the authors' side `script` (beside this file), after a `--probe`; or
+    None after printing the one-line skip message (no clone, no environment, or their code does not import)."""
+    def skip(message):
+        print(f"{prog}: skipped: {message}")
     if args.authors_repo is None or args.authors_python is None:
-        return _skip("needs --authors-repo and --authors-python (the authors' clone and environment)")
+        return skip("needs --authors-repo and --authors-python (the authors' clone and environment)")
     repo = args.authors_repo.resolve()
     if not (repo / "bcl" / "train" / "training" / "loss.py").is_file():
-        return _skip(f"{repo} is not a clone of github.com/blackblitz/bcl")
+        return skip(f"{repo} is not a clone of github.com/blackblitz/bcl")
     if not args.authors_python.exists():
-        return _skip(f"{args.authors_python} does not exist")
+        return skip(f"{args.authors_python} does not exist")
     env = dict(os.environ, PYTHONPATH=str(repo), JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1")
     env.pop("XLA_FLAGS", None)
     if args.x64:
         env["JAX_ENABLE_X64"] = "1"
-    with tempfile.TemporaryDirectory(prefix="bcl_authors_parity_") as tmp:
-        work = Path(args.keep).resolve() if args.keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        side = [str(args.authors_python), str(HERE / "authors_side.py"), "--authors-repo", str(repo)]
+    side = [str(args.authors_python), str(HERE / script), "--authors-repo", str(repo)]
+    with tempfile.TemporaryDirectory(prefix="bcl_authors_probe_") as tmp:
         probe = subprocess.run(side + ["--probe"], cwd=tmp, env=env, capture_output=True, text=True)
-        if probe.returncode != 0:
-            last = (probe.stdout + probe.stderr).strip().splitlines()
-            return _skip(f"the authors' environment cannot import their code ({last[-1] if last else 'no output'})")
-        commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=repo, capture_output=True,
-                                text=True).stdout.strip()
+    if probe.returncode != 0:
+        last = (probe.stdout + probe.stderr).strip().splitlines()
+        return skip(f"the authors' environment cannot import their code ({last[-1] if last else 'no output'})")
+    commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=repo, capture_output=True,
+                            text=True).stdout.strip()
+    return side, env, commit
 
-        import jax
-        if args.x64:
-            jax.config.update("jax_enable_x64", True)
-        start = time.perf_counter()
-        cases, inputs, ours = build_cases(args.seed, args.x64)
-        ours_s = time.perf_counter() - start
-        inputs["meta"] = np.asarray(json.dumps({"experiment": EXPERIMENT, "cases": cases}))
+
+def exchange(side, env, inputs: dict, keep: Path | None, prog: str) -> tuple[dict, float]:
+    "Write `inputs` to an .npz, run the authors' side on it in a temporary working directory, read theirs back."
+    with tempfile.TemporaryDirectory(prefix="bcl_authors_parity_") as tmp:
+        work = Path(keep).resolve() if keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         np.savez(work / "inputs.npz", **inputs)
         start = time.perf_counter()
         run = subprocess.run(side + ["--inputs", str(work / "inputs.npz"), "--outputs", str(work / "outputs.npz")],
                              cwd=tmp, env=env, capture_output=True, text=True)
-        authors_s = time.perf_counter() - start
+        seconds = time.perf_counter() - start
         if run.returncode != 0:
             print(run.stderr[-4000:], file=sys.stderr)
-            raise SystemExit("authors_parity.py: the authors' side failed (above)")
-        theirs = dict(np.load(work / "outputs.npz", allow_pickle=False))
-    info = json.loads(str(theirs.pop("info")))
-    tol = FP_TOL[args.x64]
-    rows = compare(cases, ours, theirs, info, tol)
-    precision = "float64" if args.x64 else "float32"
-    print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {precision}; seed {args.seed}; "
-          f"ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
-    print("largest relative differences (see the module docstring); status DIFF if any > "
-          f"{tol:g} or the settings differ")
-    print_table(rows)
-    meta = {"authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__, "seed": args.seed,
-            "precision": precision,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            raise SystemExit(f"{prog}: the authors' side failed (above)")
+        return dict(np.load(work / "outputs.npz", allow_pickle=False)), seconds
+
+
+def provenance(commit: str, info: dict, seed: int, x64: bool) -> dict:
+    "What every JSON line records about the run."
+    import jax
+    return {"authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__, "seed": seed,
+            "precision": "float64" if x64 else "float32", "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def write_lines(rows, meta: dict, out: Path | None) -> None:
+    "Print the rows as JSON lines (with `meta`) and, with `out`, write them there."
     lines = [json.dumps(r | meta) for r in rows]
     print()
     for line in lines:
         print(line)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- main
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(parser)
+    args = parser.parse_args(argv)
+    found = authors_command(args, "authors_side.py", "authors_parity.py")
+    if found is None:
+        return 0
+    side, env, commit = found
+    import jax
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    start = time.perf_counter()
+    cases, inputs, ours = build_cases(args.seed, args.x64)
+    ours_s = time.perf_counter() - start
+    inputs["meta"] = np.asarray(json.dumps({"experiment": EXPERIMENT, "cases": cases}))
+    theirs, authors_s = exchange(side, env, inputs, args.keep, "authors_parity.py")
+    info = json.loads(str(theirs.pop("info")))
+    tol = FP_TOL[args.x64]
+    rows = compare(cases, ours, theirs, info, tol)
+    meta = provenance(commit, info, args.seed, args.x64)
+    print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {meta['precision']}; "
+          f"seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
+    print("largest relative differences (see the module docstring); status DIFF if any > "
+          f"{tol:g} or the settings differ")
+    print_table(rows)
+    write_lines(rows, meta, args.out)
     return 0
 
 
