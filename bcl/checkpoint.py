@@ -59,15 +59,15 @@ def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: 
             part = getattr(task, split)
             data[f"task {t} {split}"] = array_digest(part.xs, part.ys)
     return {"format": CHECKPOINT_FORMAT,
-            "method": {"name": method.name, "likelihood": method.likelihood, "pad_tasks": bool(method.pad_tasks),
-                       "draws_per_step": int(method.draws_per_step)},
+            "method": {"name": method.name, "likelihood": method.likelihood, "pad_tasks": bool(method.training.pad_tasks),
+                       "draws_per_step": int(method.training.draws_per_step)},
             "method settings": _plain_json(method.settings, f"Method.settings of {method.name!r}"),
             "model": {"name": model.name, "input_shape": [int(d) for d in model.input_shape],
                       "n_outputs": int(model.n_outputs), "parameters": _key_paths(shapes)},
             "data": data,
             "seeds": [int(s) for s in seeds],
             "grid": {k: np.asarray(v).tolist() for k, v in sorted(hyper.items())},
-            "training": {"epochs": int(method.epochs), "batch_size": int(method.batch_size)},
+            "training": {"epochs": int(method.training.epochs), "batch_size": int(method.training.batch_size)},
             "code": code_version()}
 
 def _short(value) -> str:

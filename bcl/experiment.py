@@ -141,7 +141,7 @@ def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compi
 
     def after_task(t, result):
         n_parameters = tree_size(result.state.params) // (len(hyper_configs(result.hyper)) * len(seeds))
-        options = fast_compile_options(n_parameters, fast_compile, spec.method.draws_per_step)
+        options = fast_compile_options(n_parameters, fast_compile, spec.method.training.draws_per_step)
         probs, seconds = _predict_grid(spec.method, result.state, predict_keys, grid_xs, options)
         grids.append(probs)  # (G, S, n, C)
         grid_seconds[0] += seconds

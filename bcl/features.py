@@ -96,11 +96,11 @@ def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float,
     key = named_keys(jax.random.fold_in(seed_key, t), "train", "end_task")["train"]
     split = task_split(method, sequence, t)
     xs, ys = jnp.asarray(split.xs, jnp.float32), jnp.asarray(split.ys, jnp.int32)
-    n, batch_size = len(split.ys), method.batch_size
+    n, batch_size = len(split.ys), method.training.batch_size
     nb = n_batches(n, batch_size)
     hyper = {"learning_rate": jnp.float32(learning_rate)}
     task = TaskInfo(jnp.int32(t), n, nb)
-    optimiser = onecycle_adam(hyper["learning_rate"], method.epochs * nb)
+    optimiser = onecycle_adam(hyper["learning_rate"], method.training.epochs * nb)
     grad_fn = jax.value_and_grad(method.loss, has_aux=True)
 
     @jax.jit
@@ -119,7 +119,7 @@ def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float,
 
     params, memory, opt_state = state.params, state.memory, optimiser.init(state.params)
     losses = []
-    for epoch in tqdm(range(method.epochs), desc=f"{method.name} on {sequence.name}", disable=not progress):
+    for epoch in tqdm(range(method.training.epochs), desc=f"{method.name} on {sequence.name}", disable=not progress):
         rows, mask, step_keys = plan(jnp.int32(epoch))
         epoch_losses = []
         for b in range(nb):

@@ -16,7 +16,7 @@ from jax.flatten_util import ravel_pytree
 from .core import Split, TaskSequence, check_positive, named_keys, tree_sum
 from .models import Model
 from .paper import EWC_LAMBDAS, SI_XIS
-from .train import (Batch, Coreset, Method, MethodState, class_logits, coreset_add, coreset_draw, coreset_init,
+from .train import (Batch, Coreset, Method, MethodState, Training, class_logits, coreset_add, coreset_draw, coreset_init,
                        nll_sum, predict_probabilities)
 
 # %% auto #0
@@ -70,7 +70,7 @@ def finetuning(model: Model, likelihood: str, *, batch_size: int, epochs: int, p
     settings = dict(batch_size=batch_size, epochs=epochs, precision=precision,
                     class_weights=None if weights is None else weights.tolist())
     return Method("finetuning", model, likelihood, init, loss, _no_update, map_predict(model, likelihood),
-                  batch_size, epochs, settings=settings)
+                  Training(batch_size, epochs), settings=settings)
 
 def joint_data(sequence: TaskSequence, t: int) -> Split:
     "The union of the training splits of tasks 1..t."
@@ -82,8 +82,8 @@ def joint(model: Model, likelihood: str, *, batch_size: int, epochs: int, precis
     """Joint MAP: fine-tuning's loss on all data so far (warm start, one-cycle length over all of it). With
     `pad_tasks` (default) all tasks share one compiled program over data padded to the union of all tasks."""
     method = finetuning(model, likelihood, batch_size=batch_size, epochs=epochs, precision=precision)
-    return method._replace(name="joint", task_data=joint_data, pad_tasks=pad_tasks,
-                           settings=method.settings | {"pad_tasks": pad_tasks})
+    return method.with_training(pad_tasks=pad_tasks)._replace(name="joint", task_data=joint_data,
+                                                              settings=method.settings | {"pad_tasks": pad_tasks})
 
 # %% ../nbs/08_map.ipynb #9b5d3f3e
 def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher_batch: int = 64):
@@ -139,7 +139,7 @@ def ewc(model: Model, likelihood: str, *, batch_size: int, epochs: int, precisio
         hessian = jax.tree.map(jnp.add, state.memory.hessian, fisher)
         return MethodState(state.params, QuadraticMemory(state.params, hessian))
     return Method("ewc", model, likelihood, init, _consolidation_loss(model, likelihood, precision), end_task,
-                  map_predict(model, likelihood), batch_size, epochs,
+                  map_predict(model, likelihood), Training(batch_size, epochs),
                   settings=dict(batch_size=batch_size, epochs=epochs, precision=precision, fisher_batch=fisher_batch))
 
 # %% ../nbs/08_map.ipynb #220e34a6
@@ -172,7 +172,7 @@ def si(model: Model, likelihood: str, *, batch_size: int, epochs: int, precision
         return MethodState(params, SIMemory(params, hessian, jax.tree.map(jnp.zeros_like, m.omega), params))
     name = "si" if importance_sign == 1 else "si_zenke"
     return Method(name, model, likelihood, init, _consolidation_loss(model, likelihood, precision), end_task,
-                  map_predict(model, likelihood), batch_size, epochs, on_step=on_step,
+                  map_predict(model, likelihood), Training(batch_size, epochs), on_step=on_step,
                   settings=dict(batch_size=batch_size, epochs=epochs, precision=precision,
                                 importance_sign=importance_sign))
 
@@ -194,7 +194,7 @@ def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, co
         return _map_loss(model, likelihood, precision, params, joined, task.n_batches)
     def end_task(key, state, split, hyper, task):
         return MethodState(state.params, coreset_add(key, state.memory, split))
-    return Method("er", model, likelihood, init, loss, end_task, map_predict(model, likelihood), batch_size, epochs,
+    return Method("er", model, likelihood, init, loss, end_task, map_predict(model, likelihood), Training(batch_size, epochs),
                   settings=dict(batch_size=batch_size, coreset_batch=coreset_batch, coreset_size=coreset_size,
                                 epochs=epochs, precision=precision))
 

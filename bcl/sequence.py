@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
 from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
 from .metrics import accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy, mean_nll
-from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, output_units, task_split,
+from .train import (LIKELIHOODS, Method, MethodState, Training, make_task_program, n_batches, output_units, task_split,
                        vmap_program, TaskInfo)
 
 # %% auto #0
@@ -245,7 +245,7 @@ def _task_arguments(method: Method, sequence: TaskSequence, t: int, seed_keys, s
 
 def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, progress: bool):
     "Train task `t` and end it (one cached program, vmapped over grid and seeds): (state, losses), compile and run seconds."
-    epoch_bar = tqdm(total=method.epochs, desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
+    epoch_bar = tqdm(total=method.training.epochs, desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
     on_epoch = None if epoch_bar.disable else _EpochProgress.advance  # no host callback without a bar
 
     def make(n_rows=len(args[4])):
@@ -253,7 +253,7 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
         def train_then_end(key, state, hyper, xs, ys, index, *n_real):
             state, losses, aux = train(key[0], state, hyper, xs, ys, index, *n_real)
             n = n_real[0] if padded else n_rows
-            task = TaskInfo(index, n, (n + method.batch_size - 1) // method.batch_size)
+            task = TaskInfo(index, n, (n + method.training.batch_size - 1) // method.training.batch_size)
             return method.end_task(key[1], state, Split(xs, ys), hyper, task), losses, aux
         return vmap_program(train_then_end)
     _EpochProgress.bar = None if epoch_bar.disable else epoch_bar
@@ -294,9 +294,9 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
     options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile,  # per configuration and seed
-                                   method.draws_per_step)
+                                   method.training.draws_per_step)
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
-    record["losses"] = np.full((T, G, S, method.epochs), np.nan)
+    record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
     fingerprint = run_fingerprint(method, sequence, hyper, seeds) if checkpoint is not None else None
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
@@ -307,7 +307,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                               tasks_done, dict(timings, wall_s=time.perf_counter() - wall_start))
 
     rows_per_task = None
-    if method.pad_tasks:
+    if method.training.pad_tasks:
         rows_per_task = max(len(task_split(method, sequence, t).ys) for t in range(1, T + 1))
     with tqdm(range(done + 1, T + 1), desc=f"{method.name} on {sequence.name}", disable=not progress,
               initial=done, total=T, unit="task") as bar:

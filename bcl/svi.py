@@ -20,7 +20,7 @@ from .mixture import Mixture, check_component_noise, mixture_init, mixture_prior
 from .models import Model, make_model
 from .paper import N_COMPONENTS, SVI_METHODS, sequence_setup, svi_settings
 from .paper import method_name as paper_method_name
-from .train import (Batch, Coreset, Method, MethodState, coreset_add, coreset_draw, coreset_init, nll_sum,
+from .train import (Batch, Coreset, Method, MethodState, Training, coreset_add, coreset_draw, coreset_init, nll_sum,
                        output_units, predict_probabilities)
 
 # %% auto #0
@@ -321,8 +321,8 @@ def svi(model: Model,  # the network (`bcl.models.make_model`)
     for bound in ("inducing_low", "inducing_high"):
         if settings[bound] is not None:
             settings[bound] = np.asarray(settings[bound], float).tolist()
-    return Method(name, model, likelihood, init, loss, end_task, predict, batch_size, epochs,
-                  draws_per_step=max(sample_size, predict_sample_size), settings=settings)
+    training = Training(batch_size, epochs, draws_per_step=max(sample_size, predict_sample_size))
+    return Method(name, model, likelihood, init, loss, end_task, predict, training, settings=settings)
 
 # %% ../nbs/10_svi.ipynb #0bb3123b
 def sequence_settings(name: str) -> dict:

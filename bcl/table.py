@@ -187,7 +187,7 @@ def _seed_summary(values: np.ndarray) -> dict:
 def optimiser_steps(method, sequence: TaskSequence) -> int:
     "Optimiser steps of one seed and grid point over the whole sequence."
     from bcl.train import n_batches, task_split
-    return sum(method.epochs * n_batches(len(task_split(method, sequence, t).ys), method.batch_size)
+    return sum(method.training.epochs * n_batches(len(task_split(method, sequence, t).ys), method.training.batch_size)
                for t in range(1, len(sequence) + 1))
 
 def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.PathLike | None = None,
@@ -228,7 +228,7 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
         "validation_accuracy": _per_seed(result.metrics["validation/accuracy"], chosen),
         "forgetting": average_forgetting(metric["accuracy"]), "backward_transfer": backward_transfer(metric["accuracy"]),
         "selected": [configs[g] for g in chosen],
-        "n_train": [len(task.train.ys) for task in sequence.tasks], "epochs": method.epochs,
+        "n_train": [len(task.train.ys) for task in sequence.tasks], "epochs": method.training.epochs,
         "optimiser_steps": steps,
         "timings": {**result.timings, "data_s": data_s, "wall_s": time.perf_counter() - start,
                     "s_per_step": result.timings["run_s"] / max(steps, 1)},

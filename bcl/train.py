@@ -19,7 +19,7 @@ from .models import Model
 
 # %% auto #0
 __all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule',
-           'onecycle_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Method', 'task_split',
+           'onecycle_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Training', 'Method', 'task_split',
            'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'make_task_program',
            'vmap_program']
 
@@ -124,8 +124,15 @@ class TaskInfo(NamedTuple):
     n_train: int
     n_batches: int
 
+class Training(NamedTuple):
+    "How the engine trains a method, apart from what the method computes: minibatches, epochs, compile hints."
+    batch_size: int  # B, rows per optimiser step
+    epochs: int  # passes over each task's training data
+    pad_tasks: bool = False  # one compiled program for tasks of different sizes (see make_task_program)
+    draws_per_step: int = 1  # parameter draws per loss or predict call (S of sampling methods); sets the compile level
+
 class Method(NamedTuple):
-    "A continual-learning method as pure functions; see the contract above."
+    "A continual-learning method as pure functions, and the `Training` the engine gives it; see the contract above."
     name: str
     model: Model
     likelihood: str
@@ -133,13 +140,14 @@ class Method(NamedTuple):
     loss: Callable  # (params, memory, key, batch, hyper, task) -> (scalar, aux dict)
     end_task: Callable  # (key, state, split, hyper, task) -> MethodState
     predict: Callable  # (key, params, xs) -> probabilities (n, C)
-    batch_size: int
-    epochs: int
+    training: Training
     on_step: Callable | None = None  # (memory, grads, old_params, new_params, hyper, task) -> memory
     task_data: Callable | None = None  # (sequence, t) -> Split
-    pad_tasks: bool = False  # one compiled program for tasks of different sizes (see make_task_program)
-    draws_per_step: int = 1  # parameter draws per loss or predict call (S of sampling methods); sets the compile level
     settings: dict | None = None  # JSON-able record of the constructor's arguments (checkpoint fingerprints)
+
+    def with_training(self, **changes) -> "Method":
+        "The same method trained otherwise, e.g. `method.with_training(epochs=5)`."
+        return self._replace(training=self.training._replace(**changes))
 
 def task_split(method: Method, sequence: TaskSequence, t: int) -> Split:
     "The training data of task `t` (1-based) for `method`."
@@ -194,7 +202,7 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
     `(state, losses, aux)`; with `padded=True`, `run(..., index, n_train)` trains on the first `n_train` rows."""
     # Kept whole (60 lines): the two nested scans (epochs, then batches) close over the task's constants; split
     # into functions, each piece would take about ten of them as arguments.
-    batch_size, epochs = method.batch_size, method.epochs
+    batch_size, epochs = method.training.batch_size, method.training.epochs
     slots = n_batches(n_rows, batch_size)
 
     def run(key, state, hyper, xs, ys, index, n_train=None):

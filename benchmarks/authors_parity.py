@@ -411,11 +411,15 @@ def write_lines(rows, meta: dict, out: Path | None) -> None:
 
 
 # ---------------------------------------------------------------- main
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def run_harness(argv, description: str, side_script: str, prog: str, build, compare_cases, legend: str,
+                table=None) -> int:
+    """Both halves of a harness: `build(seed, x64) -> (cases, inputs, ours)` here, `side_script` in the authors'
+    environment, then `compare_cases(cases, ours, theirs, info, inputs, tol) -> rows`, printed by `table`
+    (default `print_table`) and written."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    found = authors_command(args, "authors_side.py", "authors_parity.py")
+    found = authors_command(args, side_script, prog)
     if found is None:
         return 0
     side, env, commit = found
@@ -423,21 +427,26 @@ def main(argv=None) -> int:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     start = time.perf_counter()
-    cases, inputs, ours = build_cases(args.seed, args.x64)
+    cases, inputs, ours = build(args.seed, args.x64)
     ours_s = time.perf_counter() - start
     inputs["meta"] = np.asarray(json.dumps({"experiment": EXPERIMENT, "cases": cases}))
-    theirs, authors_s = exchange(side, env, inputs, args.keep, "authors_parity.py")
+    theirs, authors_s = exchange(side, env, inputs, args.keep, prog)
     info = json.loads(str(theirs.pop("info")))
     tol = FP_TOL[args.x64]
-    rows = compare(cases, ours, theirs, info, tol)
+    rows = compare_cases(cases, ours, theirs, info, inputs, tol)
     meta = provenance(commit, info, args.seed, args.x64)
     print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {meta['precision']}; "
           f"seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
-    print("largest relative differences (see the module docstring); status DIFF if any > "
-          f"{tol:g} or the settings differ")
-    print_table(rows)
+    print(f"largest relative differences (see the module docstring); status DIFF if any > {tol:g} or the settings "
+          f"differ{legend}")
+    (table or print_table)(rows)
     write_lines(rows, meta, args.out)
     return 0
+
+
+def main(argv=None) -> int:
+    return run_harness(argv, __doc__, "authors_side.py", "authors_parity.py", build_cases,
+                       lambda cases, ours, theirs, info, inputs, tol: compare(cases, ours, theirs, info, tol), "")
 
 
 if __name__ == "__main__":

@@ -88,17 +88,14 @@ line and exits with status 0.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
 
 import numpy as np
 
-from authors_parity import (FP_TOL, N_TRAIN, SEQUENCE, _normal_like, add_common_arguments, authors_command, exchange,
-                            flatten, max_rel, provenance, to_authors, write_lines)
+from authors_parity import (N_TRAIN, SEQUENCE, _normal_like, flatten, max_rel, run_harness, to_authors)
 
-EXPERIMENT = "svi_cisplit2diris_fcnn"  # their toml whose MAP blocks train the 16-16-3 network of the paper's Iris runs
+# The experiment is authors_parity.EXPERIMENT: its toml's MAP blocks train the 16-16-3 network of the paper's Iris runs.
 AUTHORS_IDS = {"joint": "joint", "finetuning": "finetuning", "ewc": "ewc2", "si": "si2", "er": "er"}
 CASE_HYPER = {"ewc": {"lam": 10.0}, "si": {"lam": 10.0, "xi": 0.1}}  # the blocks ewc2 and si2
 SCENARIOS = {"t1": 1, "t3": 3}
@@ -167,7 +164,7 @@ def build_cases(seed: int, x64: bool = False):
 
             # 1. the step objective: our method's loss (what make_task_program differentiates) on a random batch
             kx, ky = jax.random.split(k["batch"])
-            b = method.batch_size
+            b = method.training.batch_size
             batch = Batch(cast(jax.random.uniform(kx, (b, 2), minval=low, maxval=high)),
                           jax.random.randint(ky, (b,), 0, 3).astype(jnp.int32), jnp.ones(b, dtype))
             n_prev = N_TRAIN * (t - 1) if name == "joint" else 0  # joint trains on tasks 1..t
@@ -215,7 +212,7 @@ def build_cases(seed: int, x64: bool = False):
                 trained, _, _ = run(k["train"], state, hyper, split.xs, split.ys, jnp.int32(t))
                 end = short.end_task(k["end"], trained, split, hyper, task)
                 orders = [np.asarray(epoch_batches(named_keys(jax.random.fold_in(k["train"], e), "shuffle",
-                                                              "steps")["shuffle"], len(ys), short.batch_size)[0])
+                                                              "steps")["shuffle"], len(ys), short.training.batch_size)[0])
                           .reshape(-1) for e in range(SI_EPOCHS)]
                 add(f"si-end/{scenario}", {"params": params, "minimum": m0, "hessian": h0, "omega": w0,
                                            "xs": split.xs, "ys": ys, "orders": np.stack(orders)},
@@ -385,33 +382,8 @@ def print_table(rows, out=sys.stdout):
 
 # ---------------------------------------------------------------- main
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(parser)
-    args = parser.parse_args(argv)
-    prog = "authors_parity_map.py"
-    found = authors_command(args, "authors_side_map.py", prog)
-    if found is None:
-        return 0
-    side, env, commit = found
-    import jax
-    if args.x64:
-        jax.config.update("jax_enable_x64", True)
-    start = time.perf_counter()
-    cases, inputs, ours = build_cases(args.seed, args.x64)
-    ours_s = time.perf_counter() - start
-    inputs["meta"] = np.asarray(json.dumps({"experiment": EXPERIMENT, "cases": cases}))
-    theirs, authors_s = exchange(side, env, inputs, args.keep, prog)
-    info = json.loads(str(theirs.pop("info")))
-    tol = FP_TOL[args.x64]
-    rows = compare(cases, ours, theirs, info, inputs, tol)
-    meta = provenance(commit, info, args.seed, args.x64)
-    print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {meta['precision']}; "
-          f"seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
-    print(f"largest relative differences (see the module docstring); status DIFF if any > {tol:g} or the settings "
-          "differ; ER: ours/theirs")
-    print_table(rows)
-    write_lines(rows, meta, args.out)
-    return 0
+    return run_harness(argv, __doc__, "authors_side_map.py", "authors_parity_map.py", build_cases, compare,
+                       "; ER: ours/theirs", print_table)
 
 
 if __name__ == "__main__":

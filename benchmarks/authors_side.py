@@ -162,8 +162,9 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
     np.savez(outputs, **result)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def side_main(argv, description: str, evaluate, probe) -> int:
+    "The command line of an authors' side: `--probe` checks their environment, else `evaluate(repo, inputs, outputs)`."
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--authors-repo", type=Path, required=True)
     parser.add_argument("--inputs", type=Path)
     parser.add_argument("--outputs", type=Path)
@@ -176,6 +177,10 @@ def main(argv=None) -> int:
         return probe(repo)
     evaluate(repo, args.inputs, args.outputs)
     return 0
+
+
+def main(argv=None) -> int:
+    return side_main(argv, __doc__, evaluate, probe)
 
 
 if __name__ == "__main__":

@@ -26,16 +26,14 @@ hparams)`; only the state the brief fixes is set by hand, as their own methods w
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from authors_side import _array, _unflatten  # numpy only at import: safe in the authors' environment
+from authors_side import _array, _unflatten, side_main  # numpy only at import: safe in the authors' environment
 from authors_parity import flatten as _flatten
 
 MAP_CLASSES = ("Joint", "Finetuning", "ElasticWeightConsolidation", "SynapticIntelligence", "ExperienceReplay")
@@ -204,19 +202,7 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--authors-repo", type=Path, required=True)
-    parser.add_argument("--inputs", type=Path)
-    parser.add_argument("--outputs", type=Path)
-    parser.add_argument("--probe", action="store_true")
-    args = parser.parse_args(argv)
-    repo = args.authors_repo.resolve()
-    if str(repo) not in sys.path:
-        sys.path.insert(0, str(repo))
-    if args.probe:
-        return probe(repo)
-    evaluate(repo, args.inputs, args.outputs)
-    return 0
+    return side_main(argv, __doc__, evaluate, probe)
 
 
 if __name__ == "__main__":

@@ -27,14 +27,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jax
 
 from bcl.data import load_sequence
-from bcl.map import PAPER_SETTINGS, finetuning, map_suite
+from bcl.map import finetuning, map_suite
 from bcl.models import make_model
+from bcl.paper import map_settings, sequence_setup
 from bcl.sequence import PROGRAMS, train_sequence
 
 
 def suite_time(sequence, seeds):
-    settings = dict(PAPER_SETTINGS[sequence.name])
-    model = make_model(settings.pop("model"), sequence.n_outputs, sequence.input_shape)
+    setup = sequence_setup(sequence.name)
+    settings = map_settings(setup.setup)
+    model = make_model(setup.model, sequence.n_outputs, sequence.input_shape)
     PROGRAMS.cache.clear()
     totals = {"compile_s": 0.0, "run_s": 0.0}
     load_before = os.getloadavg()[0]

@@ -158,7 +158,7 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
     if kind == "pretraining":
         seeds = 1  # one network is pre-trained
     probe, _ = build_method(model_name, method_name, 1, conv_impl, component_noise)
-    per_epoch = n_batches(n, probe.batch_size)
+    per_epoch = n_batches(n, probe.training.batch_size)
     epochs = max(1, math.ceil(steps / per_epoch))
     method, hyper = build_method(model_name, method_name, epochs, conv_impl, component_noise)
     grid = {k: jnp.asarray(v) for k, v in _as_grid(hyper).items()}
@@ -176,8 +176,8 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
     keys = jnp.stack([jax.random.key(s) for s in range(seeds)])
     state = jax.vmap(lambda k: method.init(k, sequence))(keys)
     state = jax.tree.map(lambda x: jnp.broadcast_to(x, (G, *x.shape)), state)
-    options = fast_compile_options(tree_size(state.params) // (G * seeds), None, method.draws_per_step)
-    padded = method.pad_tasks
+    options = fast_compile_options(tree_size(state.params) // (G * seeds), None, method.training.draws_per_step)
+    padded = method.training.pad_tasks
     args = (jax.random.split(jax.random.key(1), seeds), state, grid, jnp.asarray(xs), jnp.asarray(ys), jnp.int32(2))
     if padded:
         args = args + (jnp.int32(n),)
@@ -205,12 +205,12 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
         stats = {}
     return {"benchmark": "gpu_step", "model": model_name, "network": network, "input_shape": list(shape),
             "outputs": outputs, "method": method_name, "backend": jax.default_backend(),
-            "device_kind": device.device_kind, "seeds": seeds, "configs": G, "batch_size": method.batch_size,
+            "device_kind": device.device_kind, "seeds": seeds, "configs": G, "batch_size": method.training.batch_size,
             "steps_timed": n_steps, "points_per_task": n, "s_per_step": best / n_steps,
             "compile_s": round(compile_s, 3), "peak_bytes": stats.get("peak_bytes_in_use"),
             "xla_temp_bytes": temp_bytes,
             "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "parameters_per_copy": tree_size(state.params) // (G * seeds), "draws_per_step": method.draws_per_step,
+            "parameters_per_copy": tree_size(state.params) // (G * seeds), "draws_per_step": method.training.draws_per_step,
             "conv_impl": conv_impl if network.startswith("cnn") else None,
             "component_noise": component_noise if "-GM-" in method_name.upper() else None,
             "compiler_options": options, "repeats": repeats, "provenance": _provenance()}

@@ -41,7 +41,8 @@ from bcl.mixture import COMPONENT_NOISE
 from bcl.models import make_model
 from bcl.metrics import final_average_accuracy
 from bcl.sequence import PROGRAMS, train_sequence
-from bcl.svi import METHOD_NAMES, PRESETS, SEQUENCE_SETTINGS, svi_suite
+from bcl.paper import SVI_METHODS as METHOD_NAMES, sequence_setup
+from bcl.svi import svi_suite
 from bcl.train import make_task_program, vmap_program
 
 
@@ -73,7 +74,7 @@ def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, method
                       names=methods or METHOD_NAMES, component_noise=component_noise)
     baselines = {}
     for name, (method, hyper) in suite.items():
-        batch = method.batch_size
+        batch = method.training.batch_size
         if batch not in baselines:
             baselines[batch] = task_run_time(finetuning(model, "softmax", batch_size=batch, epochs=epochs), sequence,
                                              0.01, repeats)[1]
@@ -91,11 +92,11 @@ def iris_total(component_noise="independent", workers=1):
     """All eight methods on cisplit2diris, one seed; `workers` > 1 trains that many methods at once in threads
     (XLA compiles and runs outside Python's lock, so on a multi-core CPU the methods' compilations overlap)."""
     iris = load_sequence("cisplit2diris")
-    cfg = SEQUENCE_SETTINGS["cisplit2diris"]
-    model = make_model(cfg["model"], iris.n_outputs, iris.input_shape)
+    cfg = sequence_setup("cisplit2diris")
+    model = make_model(cfg.model, iris.n_outputs, iris.input_shape)
     PROGRAMS.cache.clear()
-    suite = svi_suite(model, iris.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
-                      inducing_high=cfg["inducing_high"], component_noise=component_noise)
+    suite = svi_suite(model, iris.likelihood, cfg.setup, inducing_low=cfg.inducing_low,
+                      inducing_high=cfg.inducing_high, component_noise=component_noise)
 
     def one(item):
         name, (method, hyper) = item
@@ -132,10 +133,10 @@ def _compile_stats(fn, *args):
 
 def compile_size(methods=None):
     iris = load_sequence("cisplit2diris")
-    cfg = SEQUENCE_SETTINGS["cisplit2diris"]
-    model = make_model(cfg["model"], iris.n_outputs, iris.input_shape)
-    suite = svi_suite(model, iris.likelihood, cfg["preset"], inducing_low=cfg["inducing_low"],
-                      inducing_high=cfg["inducing_high"], names=methods or METHOD_NAMES)
+    cfg = sequence_setup("cisplit2diris")
+    model = make_model(cfg.model, iris.n_outputs, iris.input_shape)
+    suite = svi_suite(model, iris.likelihood, cfg.setup, inducing_low=cfg.inducing_low,
+                      inducing_high=cfg.inducing_high, names=methods or METHOD_NAMES)
     xs, ys = jnp.asarray(iris.tasks[0].train.xs), jnp.asarray(iris.tasks[0].train.ys)
     for name, (method, hyper) in suite.items():
         state = jax.tree.map(lambda x: x[None, None], method.init(jax.random.key(0), iris))

@@ -64,7 +64,7 @@ def run_variant(method_name: str, sequence, seeds, **overrides) -> dict:
     final = 100 * final_average_accuracy(matrix)
     return {"final_mean": float(final.mean()), "final_sd": float(final.std(ddof=1)) if len(final) > 1 else 0.0,
             "diagonal_mean": float(100 * np.mean([np.diag(m) for m in matrix])),
-            "last_task": float(100 * matrix[:, -1, -1].mean()), "epochs": method.epochs,
+            "last_task": float(100 * matrix[:, -1, -1].mean()), "epochs": method.training.epochs,
             "wall_s": time.perf_counter() - start, "per_seed": final.tolist()}
 
 

@@ -40,7 +40,7 @@ if os.environ.get("BCL_FAULT_BREAK_ATOMIC") == "1":  # the deliberately broken w
     bcl.core.atomic_write_bytes = bcl.checkpoint.atomic_write_bytes = bcl.sequence.atomic_write_bytes = in_place
 from bcl.core import Split, Task, TaskSequence, tree_sum
 from bcl.models import make_model
-from bcl.train import Method, MethodState, nll_sum, predict_probabilities
+from bcl.train import Method, MethodState, Training, nll_sum, predict_probabilities
 from bcl.sequence import train_sequence, result_table, save_table
 
 folder = Path(sys.argv[1])
@@ -60,7 +60,7 @@ def loss(params, memory, key, batch, hyper, task):
     nll = nll_sum(model.apply(params, batch.xs), batch.ys, "softmax", batch.mask)
     return nll + 0.5 * tree_sum(jax.tree.map(jnp.square, params)) / task.n_batches, {"nll": nll}
 method = Method("faulty", model, "softmax", init, loss, lambda k, s, sp, h, t: s,
-                lambda k, p, xs: predict_probabilities(model.apply(p, xs), "softmax"), 8, 40,
+                lambda k, p, xs: predict_probabilities(model.apply(p, xs), "softmax"), Training(8, 40),
                 settings={"memory": big})
 result = train_sequence(method, sequence, {"learning_rate": [0.05, 0.01]}, seeds=(0, 1),
                         checkpoint=folder / "run.npz", progress=False)
@@ -184,7 +184,7 @@ def _tiny():
     import jax.numpy as jnp
     from bcl.core import Split, Task, TaskSequence, tree_sum
     from bcl.models import make_model
-    from bcl.train import Method, MethodState, nll_sum, predict_probabilities
+    from bcl.train import Method, MethodState, Training, nll_sum, predict_probabilities
     rng = np.random.default_rng(1)
     def split(n):
         ys = rng.integers(0, 2, n).astype(np.int32)
@@ -196,7 +196,7 @@ def _tiny():
                     lambda p, m, k, b, h, t: (nll_sum(model.apply(p, b.xs), b.ys, "softmax", b.mask)
                                               + 0.5 * tree_sum(jax.tree.map(jnp.square, p)), {}),
                     lambda k, s, sp, h, t: s, lambda k, p, xs: predict_probabilities(model.apply(p, xs), "softmax"),
-                    8, 3, settings={"sample_size": 10})
+                    Training(8, 3), settings={"sample_size": 10})
     return method, sequence
 
 

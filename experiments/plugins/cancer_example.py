@@ -28,7 +28,7 @@ from bcl.paper import SequenceSetup, register_method
 from bcl.sequence import hyper_grid
 from bcl.splits import make_sequence
 from bcl.plan import register_column
-from bcl.train import Method, MethodState, nll_sum
+from bcl.train import Method, MethodState, Training, nll_sum
 
 
 def di_split_cancer(seed: int):
@@ -72,7 +72,7 @@ def l2_anchor(model, likelihood: str, settings: dict):
         return MethodState(state.params, state.params)
 
     method = Method("l2-anchor", model, likelihood, init, loss, end_task, map_predict(model, likelihood),
-                    settings["batch_size"], settings["epochs"],
+                    Training(settings["batch_size"], settings["epochs"]),
                     settings=dict(batch_size=settings["batch_size"], epochs=settings["epochs"], precision=precision))
     return method, hyper_grid(learning_rate=settings["learning_rate"], lam=[1.0, 100.0])
 
