@@ -60,12 +60,13 @@ def _unflatten(arrays: dict, prefix: str):
     return out
 
 
-def probe(repo: Path) -> int:
+def probe_imports(*modules: str) -> int:
+    "Status 0 and their JAX version when the authors' `modules` import here, else 1 and why (the harness then skips)."
+    import importlib
     try:
-        import jax  # noqa: F401
-        from bcl.train.trainer.svi import replay, simple  # noqa: F401
-        from bcl.train.training.vi import gauss, gaussmix  # noqa: F401
-        from bcl.train.predictor import BMAPredictor  # noqa: F401
+        import jax
+        for module in modules:
+            importlib.import_module(module)
     except Exception as error:  # any import failure means: skip
         print(f"{type(error).__name__}: {error}")
         return 1
@@ -73,16 +74,16 @@ def probe(repo: Path) -> int:
     return 0
 
 
-def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
-    import jax
-    import jax.numpy as jnp
-    from jax import vmap
+def probe(repo: Path) -> int:
+    return probe_imports("bcl.train.trainer.svi.replay", "bcl.train.trainer.svi.simple", "bcl.train.training.vi.gauss",
+                         "bcl.train.training.vi.gaussmix", "bcl.train.predictor")
+
+
+def load_experiment(repo: Path, inputs: Path, trainer_modules) -> tuple:
+    """Our inputs (.npz) and their meta; the authors' toml named by meta['experiment'], its trainer blocks by id,
+    model spec and network, and the trainer classes of `trainer_modules` by name."""
     from bcl.models import ModelSpec, NLL
     from bcl.models.fcnn import FCNN3
-    from bcl.train.predictor import BMAPredictor
-    from bcl.train.trainer.svi import replay, simple
-    from bcl.train.training.vi import gauss, gaussmix
-
     data = dict(np.load(inputs, allow_pickle=False))
     meta = json.loads(str(data.pop("meta")))
     spec = tomllib.loads((repo / "experiments" / f"{meta['experiment']}.toml").read_text())
@@ -90,7 +91,19 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
     mspec_args = dict(spec["model"]["spec"])
     mspec = ModelSpec(nll=NLL[mspec_args.pop("nll")], **mspec_args)
     model = FCNN3(**spec["model"]["args"])
-    classes = {name: getattr(module, name) for module in (simple, replay) for name in dir(module)}
+    classes = {name: getattr(module, name) for module in trainer_modules for name in dir(module)}
+    return data, meta, spec, blocks, mspec, model, classes
+
+
+def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
+    import jax
+    import jax.numpy as jnp
+    from jax import vmap
+    from bcl.train.predictor import BMAPredictor
+    from bcl.train.trainer.svi import replay, simple
+    from bcl.train.training.vi import gauss, gaussmix
+
+    data, meta, spec, blocks, mspec, model, classes = load_experiment(repo, inputs, (simple, replay))
 
     result: dict = {}
     info: dict = {"jax": jax.__version__, "x64": bool(jax.config.jax_enable_x64), "cases": {}}

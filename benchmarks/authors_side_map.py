@@ -27,27 +27,19 @@ hparams)`; only the state the brief fixes is set by hand, as their own methods w
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from authors_side import _array, _unflatten, side_main  # numpy only at import: safe in the authors' environment
+from authors_side import _array, _unflatten, load_experiment, probe_imports, side_main  # numpy only at import: safe in the authors' environment
 from authors_parity import flatten as _flatten
 
 MAP_CLASSES = ("Joint", "Finetuning", "ElasticWeightConsolidation", "SynapticIntelligence", "ExperienceReplay")
 
 
 def probe(repo: Path) -> int:
-    try:
-        import jax
-        from bcl.train.trainer.smi import replay, simple  # noqa: F401
-    except Exception as error:  # any import failure means: skip
-        print(f"{type(error).__name__}: {error}")
-        return 1
-    print(f"jax {jax.__version__}")
-    return 0
+    return probe_imports("bcl.train.trainer.smi.replay", "bcl.train.trainer.smi.simple")
 
 
 def _trainer(classes, block, model, mspec, **overrides):
@@ -160,18 +152,9 @@ def _probe_xs(t: int, arrays) -> np.ndarray:
 
 def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
     import jax
-    from bcl.models import ModelSpec, NLL
-    from bcl.models.fcnn import FCNN3
     from bcl.train.trainer.smi import replay, simple
 
-    data = dict(np.load(inputs, allow_pickle=False))
-    meta = json.loads(str(data.pop("meta")))
-    spec = tomllib.loads((repo / "experiments" / f"{meta['experiment']}.toml").read_text())
-    blocks = {t["id"]: t for t in spec["trainers"] if "id" in t}
-    mspec_args = dict(spec["model"]["spec"])
-    mspec = ModelSpec(nll=NLL[mspec_args.pop("nll")], **mspec_args)
-    model = FCNN3(**spec["model"]["args"])
-    classes = {name: getattr(module, name) for module in (simple, replay) for name in dir(module)}
+    data, meta, spec, blocks, mspec, model, classes = load_experiment(repo, inputs, (simple, replay))
 
     result: dict = {}
     info: dict = {"jax": jax.__version__, "x64": bool(jax.config.jax_enable_x64), "cases": {},
