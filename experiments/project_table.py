@@ -92,7 +92,8 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     overhead = {}
     for (network, method, noise), numbers in finished.items():
         line = measured.get((network, method, noise))
-        if line:
+        same_backend = (numbers.get("provenance") or {}).get("backend") == line.get("backend") if line else False
+        if same_backend:  # a cell run on a GPU says nothing about the CPU benchmark's overhead, and vice versa
             cell_step = numbers["timings"]["run_s"] / max(numbers["optimiser_steps"], 1)
             overhead.setdefault(network, []).append(cell_step / line["s_per_step"])
     overhead = {network: statistics.median(ratios) for network, ratios in overhead.items()}

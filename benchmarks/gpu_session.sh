@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# One lease of a lent GPU machine (no network): install bcl offline, then run the named phases, writing what should
+# come back under OUT (at most 8 files). Run from the repository root with .whl/gpu carried (see
+# scripts/install_offline.sh and benchmarks/README.md "On a lent GPU machine").
+#
+#   benchmarks/gpu_session.sh OUT install steps cells       # per-step figures, then table cells through the batch
+#   benchmarks/gpu_session.sh OUT install tests             # the test suite on the GPU
+#
+# Phases (each bounded by its own timeout so that one call of the device tool stays under its 10 minutes):
+#   install      scripts/install_offline.sh install .whl (the machine's CUDA JAX is kept)        -> OUT/install.log
+#   steps        benchmarks/gpu.py: every method on the FCNN, the MNIST CNN and the 6-layer CNN, 5 seeds, beside the
+#                CPU figures of benchmarks/results/cpu_quick_collapsed.jsonl                       -> OUT/gpu_steps.jsonl
+#   cells        bcl-table faa --profile offline on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell
+#                -> OUT/cells.jsonl, their numbers.json -> OUT/cells.tar.gz
+#   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
+#   determinism  one cell twice without and twice with --xla_gpu_deterministic_ops=true          -> OUT/determinism.json
+#   tests        pytest tests (notebooks included), 8 processes, no GPU memory preallocation      -> OUT/tests.log
+set -uo pipefail
+OUT=${1:?usage: benchmarks/gpu_session.sh OUT PHASE...}; shift
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 TQDM_DISABLE=1
+CELLS=${BCL_GPU_CELLS:-"ci-mnist-fcnn/p-g-vcl ci-mnist-fcnn/l-g-vcl di-mnist-fcnn/l-gm-sfsvi ci-mnist-cnn/er ci-mnist-cnn/l-g-sfsvi"}
+nvidia-smi -L || true
+
+cell_lines() {  # numbers.json of every cell under $1 -> one JSON line each (cell, accuracy, timings, device)
+  "$PY" - "$1" <<'PY'
+import json, sys
+from pathlib import Path
+for path in sorted(Path(sys.argv[1]).glob("*/*/numbers.json")):
+    n = json.loads(path.read_text())
+    p = n["provenance"]
+    print(json.dumps({"cell": f"{n['column']}/{n['method']}", "final_average_accuracy": n["final_average_accuracy"],
+                      "test_accuracy": n["test_accuracy"], "timings": n["timings"], "optimiser_steps": n["optimiser_steps"],
+                      "devices": p.get("devices"), "backend": p.get("backend"), "jax": p["packages"].get("jax"),
+                      "xla_flags": p.get("xla_flags"), "bcl_code": p.get("bcl_code"), "commit": p["git"]["commit"]}))
+PY
+}
+
+for phase in "$@"; do
+  echo "=== $phase $(date +%T)"
+  case $phase in
+    install)
+      # The resolver's install fails where the image's packages are older than settings.ini's floors (pandas 3.1.1,
+      # ...); then the carried wheels go in without dependency resolution and the image's versions are kept.
+      if ! PYTHON=$PY scripts/install_offline.sh install .whl >"$OUT/install.log" 2>&1; then
+        grep "No matching distribution" "$OUT/install.log"; echo "install: falling back to --no-deps"
+        { "$PY" -m pip install -q --no-index --no-deps .whl/gpu/*.whl &&
+          "$PY" -m pip install -q --no-index --no-deps --no-build-isolation -e .; } >>"$OUT/install.log" 2>&1 ||
+          { tail -20 "$OUT/install.log"; exit 1; }
+      fi
+      "$PY" -c "import bcl, bcl.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend, jax, pandas, numpy
+print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', pandas.__version__, 'numpy', numpy.__version__)" ||
+        exit 1 ;;
+    steps)
+      timeout "${BCL_GPU_STEPS_S:-300}" "$PY" benchmarks/gpu.py --models fcnn256 cnn_mnist cnn6 --seeds 5 --steps 20 \
+        --repeats 2 --component-noise collapsed --cpu-reference benchmarks/results/cpu_quick_collapsed.jsonl \
+        --out "$OUT/gpu_steps.jsonl" >/dev/null 2>"$OUT/gpu_steps.err"
+      echo "steps: exit $?, $(wc -l <"$OUT/gpu_steps.jsonl" 2>/dev/null || echo 0) lines" ;;
+    cells)
+      # shellcheck disable=SC2086
+      timeout "${BCL_GPU_CELLS_S:-270}" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
+        --workers "${BCL_GPU_WORKERS:-1}" --cells $CELLS 2>&1 | grep -v "WARNING\|warn" | tail -8
+      cell_lines /tmp/gpu-table/offline >"$OUT/cells.jsonl"; echo "cells: $(wc -l <"$OUT/cells.jsonl") done"
+      (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" offline/*/*/numbers.json) ;;
+    notebooks)
+      # the notebooks named in BCL_GPU_NOTEBOOKS (pytest -k expression) under tests/test_notebooks.py
+      timeout "${BCL_GPU_NOTEBOOKS_S:-120}" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
+        -k "${BCL_GPU_NOTEBOOKS:-gaussian}" >"$OUT/notebooks.log" 2>&1
+      echo "notebooks: exit $?"; tail -3 "$OUT/notebooks.log" ;;
+    determinism)
+      cell=${BCL_GPU_DET_CELL:-ci-mnist-fcnn/p-g-vcl}
+      for flags in "" "--xla_gpu_deterministic_ops=true"; do for run in 1 2; do
+        XLA_FLAGS="$flags" timeout "${BCL_GPU_DET_S:-120}" "$PY" experiments/run_table.py faa --profile offline --cells "$cell" \
+          --out "/tmp/det-${flags:+det}-$run" >/dev/null 2>&1
+      done; done
+      "$PY" - "$cell" >"$OUT/determinism.json" <<'PY'
+import json, sys
+cell = sys.argv[1]
+def load(folder):
+    try:
+        return json.load(open(f"{folder}/offline/{cell}/numbers.json"))
+    except OSError:
+        return None
+runs = {name: load(f"/tmp/det-{name}") for name in ("-1", "-2", "det-1", "det-2")}
+same = lambda a, b: a is not None and b is not None and a["test_accuracy"] == b["test_accuracy"] and a["test_nll"] == b["test_nll"]
+print(json.dumps({"cell": cell, "identical_default": same(runs["-1"], runs["-2"]),
+                  "identical_deterministic": same(runs["det-1"], runs["det-2"]),
+                  "default_vs_deterministic": same(runs["-1"], runs["det-1"]),
+                  "run_s": {k: (v or {}).get("timings", {}).get("run_s") for k, v in runs.items()},
+                  "accuracy": {k: (v or {}).get("final_average_accuracy", {}).get("per_seed") for k, v in runs.items()}}))
+PY
+      cat "$OUT/determinism.json" ;;
+    tests)
+      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${BCL_GPU_TESTS_S:-480}" "$PY" -m pytest tests -q -rs -n 8 \
+        -p no:cacheprovider >"$OUT/tests.log" 2>&1
+      echo "tests: exit $?"; tail -15 "$OUT/tests.log" ;;
+    *) echo "unknown phase $phase"; exit 2 ;;
+  esac
+done
+echo "=== end $(date +%T)"
