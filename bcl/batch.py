@@ -94,16 +94,19 @@ class Cell:
         return numbers is not None and numbers.get("content_hash") == self.hash
 
 # %% ../nbs/15b_batch.ipynb #445eac42
-def run_cell_task(params: dict, folder: str, data_dir: str | None, n_gpus: int, plugin_folder: str | None = None) -> dict:
-    "A Dask task: execute the table-cell template for one cell; on failure record error.json. Runs on a worker."
+def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
+                  plugin_folder: str | None = None) -> dict:
+    """A Dask task: execute the table-cell template for one cell; on failure record error.json. Runs on a worker.
+    `gpu_share`: (GPUs, workers) of a LocalCluster on a GPU machine; this worker then gets one GPU (and its share of
+    the GPU's memory when workers outnumber GPUs) before the cell's kernel imports JAX."""
     import papermill as pm
     use_plugin_folder(plugin_folder)
     folder_path = Path(folder)
     folder_path.mkdir(parents=True, exist_ok=True)
-    if n_gpus:
+    if gpu_share:
         from distributed import get_worker
         from bcl.devices import pin_environment
-        os.environ.update(pin_environment(int(get_worker().name), n_gpus))
+        os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
     kill_hook(params)
     template = template_path(TABLE_TEMPLATE)
     name = f"{params['column']}/{params['method']}"
@@ -174,38 +177,25 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     return {"status": "done", "cell": name, "wall_s": time.perf_counter() - start}
 
 # %% ../nbs/15b_batch.ipynb #78207258
-def load_plugins(plugins: list[str]) -> list[str]:
-    """Import the plugins here (the working directory is searched too) and add the folders they came from to
-    PYTHONPATH, which the LocalCluster workers and the cells' kernels inherit; returns those folders."""
+def load_plugins(plugins: list[str]) -> list:
+    "Import the plugins here (the working directory is searched too), so that their registrations run; the modules."
     from bcl.plan import import_plugins
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    folders = []
-    for module in import_plugins(plugins):
-        path = Path(module.__file__).resolve()
-        depth = module.__name__.count(".") + (1 if path.name == "__init__.py" else 0)
-        folder = str(path.parents[depth])
-        if not Path(folder).is_relative_to(sys.prefix) and folder not in folders:  # an installed one is found anyway
-            folders.append(folder)
-    if folders:
-        os.environ["PYTHONPATH"] = os.pathsep.join(folders + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    return folders
+    return import_plugins(plugins)
 
-def ship_plugins(plugins: list[str], folder: Path) -> str | None:
-    """Copy the source of every plugin (its module file, or its top-level package folder) into `folder`; the tasks
+def ship_plugins(modules: list, folder: Path) -> str | None:
+    """Copy the source of every plugin module (its file, or its top-level package's folder) into `folder`; the tasks
     put `folder` first on their `PYTHONPATH`. Returns the folder as a string, or None without plugins."""
     import shutil
-    from bcl.plan import import_plugins
-    if not plugins:
+    if not modules:
         return None
     folder.mkdir(parents=True, exist_ok=True)
-    for module in import_plugins(plugins):
-        path = Path(module.__file__).resolve()
-        depth = module.__name__.count(".") + (1 if path.name == "__init__.py" else 0)
+    for module in modules:
         top = module.__name__.split(".")[0]
-        source = path.parents[depth] / top if depth else path
-        if source.is_dir():
-            shutil.copytree(source, folder / top, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        source = Path(sys.modules[top].__file__).resolve()
+        if source.name == "__init__.py":
+            shutil.copytree(source.parent, folder / top, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, folder / source.name)
     return str(folder)
@@ -237,18 +227,19 @@ def slurm_cluster(config: Path | None = None):
 
 def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | None = None,
                 slurm_config_file: str | None = None):
-    "A Dask client and the GPUs to pin: of an existing scheduler (address or file), of Slurm jobs, or of a LocalCluster."
+    """A Dask client and the GPU share of its workers, (GPUs, workers) or None: of an existing scheduler (address or
+    file) or Slurm jobs (None: their workers bring their own GPU), or of a LocalCluster here."""
     from distributed import Client, LocalCluster
     from bcl.devices import gpu_count
     if slurm_jobs:
         cluster = slurm_cluster(slurm_config_file)
         cluster.scale(jobs=slurm_jobs)
-        return Client(cluster), 0
+        return Client(cluster), None
     if scheduler:
         try:
             if Path(scheduler).exists():
-                return Client(scheduler_file=scheduler, timeout="30s"), 0
-            return Client(scheduler, timeout="30s"), 0
+                return Client(scheduler_file=scheduler, timeout="30s"), None
+            return Client(scheduler, timeout="30s"), None
         except (OSError, TimeoutError) as error:
             raise SystemExit(f"bcl-table: no Dask scheduler answered at {scheduler!r} ({error}). Start one "
                              "(`dask scheduler`, then `dask worker ADDRESS`), pass its address or scheduler file, "
@@ -256,7 +247,7 @@ def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | No
     n_gpus = gpu_count()
     n_workers = workers or max(1, n_gpus)
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
-    return Client(cluster), min(n_gpus, n_workers)
+    return Client(cluster), ((min(n_gpus, n_workers), n_workers) if n_gpus else None)
 
 # %% ../nbs/15b_batch.ipynb #23359ec6
 def positive_int(text: str) -> int:
@@ -293,7 +284,7 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     return parser
 
 # %% ../nbs/15b_batch.ipynb #a3243d18
-def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: Path, data_dir, n_gpus: int,
+def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: Path, data_dir, gpu_share,
                     plugin_folder: str | None = None) -> list:
     "Prepare the extractors, then run the cells and figures as Dask tasks with a progress bar; their outcomes."
     from distributed import as_completed
@@ -306,7 +297,7 @@ def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: 
                 future.result()
             except Exception as error:  # the cells themselves will fail and record why
                 print(f"preparation failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
-    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, n_gpus, plugin_folder, pure=False,
+    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, gpu_share, plugin_folder, pure=False,
                              key=f"cell-{c.params['column']}-{c.params['method']}-{c.hash}") for c in todo]
     futures += [client.submit(run_visualisation_task, files,
                               str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")), pure=False)
@@ -345,7 +336,7 @@ def _report(results: list, args, seeds: list, root: Path, wall_s: float) -> int:
 def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
     "`bcl-table faa|visualisation|all|custom [...]`: run the batch (see this notebook's first section)."
     args = table_parser(prog).parse_args(argv)
-    load_plugins(args.plugins)
+    plugin_modules = load_plugins(args.plugins)
     out = Path(args.out) if args.out else results_dir() / "table"
     root = profile_folder(out.resolve(), args.profile, args.schedule)
     seeds = list(range(args.seeds if args.seeds is not None else (2 if args.profile == "smoke" else 5)))
@@ -373,10 +364,10 @@ def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
     results += [{"status": "data not present", "cell": c.name, "missing": c.missing} for c in absent]
     if todo or visualisations:
         ensure_kernel()
-        client, n_gpus = make_client(args.scheduler, args.workers, args.slurm, args.slurm_config)
+        client, gpu_share = make_client(args.scheduler, args.workers, args.slurm, args.slurm_config)
         try:
-            plugin_folder = ship_plugins(args.plugins, root / "plugins")
-            results += _run_on_cluster(client, todo, visualisations, args, root, data_dir, n_gpus, plugin_folder)
+            plugin_folder = ship_plugins(plugin_modules, root / "plugins")
+            results += _run_on_cluster(client, todo, visualisations, args, root, data_dir, gpu_share, plugin_folder)
         finally:
             client.close()
     return _report(results, args, seeds, root, time.perf_counter() - start)

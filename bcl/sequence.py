@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
 from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
 from .metrics import accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy, mean_nll
-from .train import (LIKELIHOODS, Method, MethodState, Training, make_task_program, n_batches, output_units, task_split,
+from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, output_units, task_split,
                        vmap_program, TaskInfo)
 
 # %% auto #0

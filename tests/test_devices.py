@@ -86,3 +86,22 @@ def test_counting_does_not_import_jax(path_only):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=os.environ.copy(), check=True)
     assert done.stdout.strip() == "1"
+
+
+def test_local_cluster_shares_the_gpu_between_its_workers(path_only):
+    "The batch's LocalCluster on a 1-GPU machine with 2 workers: each worker is pinned to GPU 0 with half its memory."
+    from bcl.batch import make_client
+    fake_nvidia_smi(path_only, 1)
+    client, share = make_client(None, 2)
+    try:
+        assert share == (1, 2)
+        assert [devices.pin_environment(i, *share) for i in range(2)] == [
+            {"CUDA_VISIBLE_DEVICES": "0", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.450"}] * 2
+    finally:
+        client.close()
+        client.cluster.close()
+    fake_nvidia_smi(path_only, 0)
+    client, share = make_client(None, 1)
+    client.close()
+    client.cluster.close()
+    assert share is None  # a CPU machine: nothing to pin
