@@ -15,6 +15,10 @@
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
 #   determinism  one cell twice without and twice with --xla_gpu_deterministic_ops=true          -> OUT/determinism.json
 #   tests        pytest tests (notebooks included), 8 processes, no GPU memory preallocation      -> OUT/tests.log
+#   data         link the carried Fashion-MNIST IDX files (data/offline/fashion-mnist, `make gpu-data`)
+#                to /usr/share/datasets/fashion-mnist, where bcl looks for them. Together with the wheels they exceed
+#                what one call may carry (64 MiB), so carry them in a second call that follows the install within the
+#                machine's idle time:  gpu_session.sh OUT data tests   with carry [data/offline/fashion-mnist]
 set -uo pipefail
 OUT=${1:?usage: benchmarks/gpu_session.sh OUT PHASE...}; shift
 PY=${PYTHON:-python3}
@@ -90,6 +94,11 @@ print(json.dumps({"cell": cell, "identical_default": same(runs["-1"], runs["-2"]
                   "accuracy": {k: (v or {}).get("final_average_accuracy", {}).get("per_seed") for k, v in runs.items()}}))
 PY
       cat "$OUT/determinism.json" ;;
+    data)
+      src=$PWD/data/offline/fashion-mnist dst=/usr/share/datasets/fashion-mnist
+      if [ -d "$dst" ]; then echo "data: $dst is there"
+      elif [ -d "$src" ]; then mkdir -p "$(dirname "$dst")" && ln -s "$src" "$dst" && echo "data: $dst -> $src"
+      else echo "data: neither $dst nor $src (carry data/offline/fashion-mnist)"; fi ;;
     tests)
       XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${BCL_GPU_TESTS_S:-480}" "$PY" -m pytest tests -q -rs -n 8 \
         -p no:cacheprovider >"$OUT/tests.log" 2>&1
