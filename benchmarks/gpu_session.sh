@@ -8,10 +8,12 @@
 #
 # Phases (each bounded by its own timeout so that one call of the device tool stays under its 10 minutes):
 #   install      scripts/install_offline.sh install .whl (the machine's CUDA JAX is kept)        -> OUT/install.log
-#   steps        benchmarks/gpu.py: every method on the FCNN, the MNIST CNN and the 6-layer CNN, 5 seeds, beside the
-#                CPU figures of benchmarks/results/cpu_quick_collapsed.jsonl                       -> OUT/gpu_steps.jsonl
+#   steps        benchmarks/gpu.py: every method (or BCL_GPU_METHODS) on the FCNN, the MNIST CNN and the 6-layer CNN (or
+#                BCL_GPU_MODELS), 5 seeds, beside the CPU figures of cpu_quick_collapsed.jsonl        -> OUT/gpu_steps.jsonl
 #   cells        bcl-table faa --profile offline on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell
 #                -> OUT/cells.jsonl, their numbers.json -> OUT/cells.tar.gz
+#   smoke        bcl-table faa --profile smoke --subset representative (mock data, one cell per column and per
+#                method) on the GPU                                                              -> OUT/smoke.jsonl
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
 #   determinism  one cell twice without and twice with --xla_gpu_deterministic_ops=true          -> OUT/determinism.json
 #   tests        pytest tests (notebooks included), 8 processes, no GPU memory preallocation      -> OUT/tests.log
@@ -56,7 +58,8 @@ for phase in "$@"; do
 print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', pandas.__version__, 'numpy', numpy.__version__)" ||
         exit 1 ;;
     steps)
-      timeout "${BCL_GPU_STEPS_S:-300}" "$PY" benchmarks/gpu.py --models fcnn256 cnn_mnist cnn6 --seeds 5 --steps 20 \
+      timeout "${BCL_GPU_STEPS_S:-300}" "$PY" benchmarks/gpu.py --models ${BCL_GPU_MODELS:-fcnn256 cnn_mnist cnn6} \
+        ${BCL_GPU_METHODS:+--methods $BCL_GPU_METHODS} --seeds 5 --steps 20 \
         --repeats 2 --component-noise collapsed --cpu-reference benchmarks/results/cpu_quick_collapsed.jsonl \
         --out "$OUT/gpu_steps.jsonl" >/dev/null 2>"$OUT/gpu_steps.err"
       echo "steps: exit $?, $(wc -l <"$OUT/gpu_steps.jsonl" 2>/dev/null || echo 0) lines" ;;
@@ -66,6 +69,10 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
         --workers "${BCL_GPU_WORKERS:-1}" --cells $CELLS 2>&1 | grep -v "WARNING\|warn" | tail -8
       cell_lines /tmp/gpu-table/offline >"$OUT/cells.jsonl"; echo "cells: $(wc -l <"$OUT/cells.jsonl") done"
       (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" offline/*/*/numbers.json) ;;
+    smoke)
+      timeout "${BCL_GPU_SMOKE_S:-300}" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
+        --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4
+      cell_lines /tmp/gpu-smoke/smoke >"$OUT/smoke.jsonl"; echo "smoke: $(wc -l <"$OUT/smoke.jsonl") cells done" ;;
     notebooks)
       # the notebooks named in BCL_GPU_NOTEBOOKS (pytest -k expression) under tests/test_notebooks.py
       timeout "${BCL_GPU_NOTEBOOKS_S:-120}" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
