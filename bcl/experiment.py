@@ -5,21 +5,18 @@
 # %% ../nbs/12_experiment.ipynb #93da16cd
 from __future__ import annotations
 
-import math
 import re
 import time
 import traceback
-from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import TaskSequence, atomic_write_bytes, atomic_write_json, named_keys
+from .core import TaskSequence, named_keys
 from .models import make_model
-from .paper import (AUTHORS_CODE_ACCURACY, HMC_SETTINGS, MAP_METHODS, METHOD_LABELS, METHOD_NAMES, USER_METHODS,
-                       map_settings, method_name, method_names, sequence_setup)
+from .paper import HMC_SETTINGS, MAP_METHODS, USER_METHODS, map_settings, method_name, method_names, sequence_setup
 from .train import Method, output_units
 
 # %% auto #0

@@ -10,7 +10,6 @@ import io
 import json
 import os
 import time
-import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,8 +22,7 @@ from tqdm.auto import tqdm
 
 from . import core
 
-from .core import (Split, Task, TaskSequence, atomic_write_bytes, atomic_write_json, check_positive, named_keys,
-                      tree_index)
+from .core import Split, Task, TaskSequence, atomic_write_bytes, atomic_write_json, check_positive, named_keys
 from .cache import check_manifest, json_clean, read_manifest, sha256_bytes, warn_rebuild, write_npy
 from .data import load_sequence, sequence_folder
 from .map import finetuning

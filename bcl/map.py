@@ -13,10 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from .core import Split, TaskSequence, check_positive, named_keys, tree_sum
+from .core import Split, TaskSequence, check_positive
 from .models import Model
 from .paper import EWC_LAMBDAS, SI_XIS
-from .train import (Batch, Coreset, Method, MethodState, Training, class_logits, coreset_add, coreset_draw, coreset_init,
+from .train import (Batch, Method, MethodState, Training, class_logits, coreset_add, coreset_draw, coreset_init,
                        nll_sum, predict_probabilities)
 
 # %% auto #0

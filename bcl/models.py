@@ -13,8 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import tree_size
-
 # %% auto #0
 __all__ = ['CONV_IMPLS', 'MODEL_NAMES', 'DenseTail', 'PatchConv', 'ConvTail', 'ResidualBlock', 'ResNetTail', 'Identity',
            'Network', 'Model', 'model_names', 'make_model', 'register_model']

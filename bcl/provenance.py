@@ -14,7 +14,6 @@ import math
 import os
 import platform
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,7 +13,7 @@ import jax
 import numpy as np
 
 from .core import TaskSequence, atomic_write_bytes, atomic_write_json
-from .experiment import AXIS_LABELS, grid_shape, plot_grid
+from .experiment import AXIS_LABELS, grid_shape
 from .paper import AUTHORS_CODE_ACCURACY, METHOD_LABELS
 
 # %% auto #0

@@ -21,8 +21,8 @@ from tqdm.auto import tqdm
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
 from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
 from .metrics import accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy, mean_nll
-from .train import (LIKELIHOODS, Method, MethodState, make_task_program, n_batches, output_units, task_split,
-                       vmap_program, TaskInfo)
+from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_units, task_split, vmap_program,
+                       TaskInfo)
 
 # %% auto #0
 __all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'SPLITS', 'METRICS', 'SUMMARIES', 'hyper_grid',

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import struct
 from pathlib import Path

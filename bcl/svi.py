@@ -5,14 +5,13 @@
 # %% ../nbs/10_svi.ipynb #89f7b8b2
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import TaskSequence, check_positive, check_same_structure, named_keys, random_flat
+from .core import TaskSequence, check_positive, named_keys, random_flat
 from .gaussian import Gaussian, diagonal_gaussian_kl, gaussian_init, gaussian_kl, gaussian_prior, gaussian_sample
 from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
 from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance

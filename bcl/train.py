@@ -5,16 +5,14 @@
 # %% ../nbs/07_train.ipynb #535ebc96
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from .core import Split, TaskSequence, check_positive, named_keys, tree_sum
+from .core import Split, TaskSequence, check_positive, named_keys
 from .models import Model
 
 # %% auto #0

@@ -16,7 +16,7 @@
 # %% tags=["parameters"]
 run = "smoke"  # folder under results/
 sequence = "cisplit2diris"  # cisplit2diris or disinusoid
-methods = ["finetuning", "er", "p-g-sfsvi", "l-gm-sfsvi", "hmc"]  # any of bcl.experiment.METHOD_NAMES
+methods = ["finetuning", "er", "p-g-sfsvi", "l-gm-sfsvi", "hmc"]  # any of bcl.paper.METHOD_NAMES
 seeds = [0]  # a vmap axis; the figure and the distances use the first seed, HMC only the first
 epochs = 3  # None: the paper's epochs (100)
 preset = "paper"
