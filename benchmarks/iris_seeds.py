@@ -9,7 +9,8 @@ optax 0.2.8 (`pip install --no-deps --target OVERLAY optax==0.2.8`; the authors'
 learning rate). There tensorflow-datasets is absent, so the Iris arrays are read from the authors' prepared files
 (`python -m bcl.dataprep cisplit2diris` in their clone writes them). They are the same arrays, in the same order, as
 `bcl.data.load_sequence('cisplit2diris')` (checked). Comparing the two runs separates what the JAX version does to the
-seed distribution from what the implementation does. Prints one JSON line: per-seed final average accuracy, mean, sd.
+seed distribution from what the implementation does. Prints one JSON line: per seed the final average accuracy and
+the T×T test accuracy matrix (row t: after task t), then mean and sd.
 
 `--reuse-task-key` is a diagnostic: every task gets the same training and end-of-task keys, as in the authors'
 trainers, which split one fixed key per trainer at every task (bcl/train/trainer/svi/replay.py, `update_state` and
@@ -93,7 +94,8 @@ def main() -> None:
                             progress=False)
     accuracy = np.asarray(result.metrics["test/accuracy"])[0]
     faa = [100 * float(final_average_accuracy(a)) for a in accuracy]
-    print(json.dumps({"method": name, "jax": jax.__version__, "reuse_task_key": args.reuse_task_key, "seeds": args.seeds, "final_average_accuracy": faa,
+    print(json.dumps({"method": name, "jax": jax.__version__, "reuse_task_key": args.reuse_task_key, "seeds": args.seeds,
+                      "final_average_accuracy": faa, "accuracy": np.round(accuracy, 6).tolist(),
                       "mean": float(np.mean(faa)), "sd": float(np.std(faa, ddof=1)) if len(faa) > 1 else None,
                       "seconds": time.perf_counter() - start}))
 
