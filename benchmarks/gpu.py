@@ -11,6 +11,10 @@ number of optimiser steps (each step updates every configuration and seed at onc
 fresh subprocess, so `peak_bytes` (`jax.devices()[0].memory_stats()["peak_bytes_in_use"]`, null where the backend
 keeps no statistics, as on CPU) and `max_rss_bytes` (the process's maximum resident set) are its own.
 `xla_temp_bytes` is XLA's own count of the program's scratch memory (`compiled.memory_analysis()`, any backend).
+`normals_per_step` counts the standard normals a variational method's step draws for its parameter samples (S × K
+for independent mixture noise × network parameters × configurations × seeds); `normals_s_per_step` is the best time
+of one compiled `jax.random.normal` of that many on the same device, and `normals_share` its ratio to `s_per_step`:
+how much of a step the sampling alone would take.
 
 Models: fcnn256 (28×28×1), cnn_mnist (28×28×1), cnn6 (32×32×3), linear64 / linear512 (the linear head on 64-d and
 512-d features), resnet18 (pre-training on 32×32×3, 100 classes, fine-tuning loss, batch 64, one seed) and
@@ -198,6 +202,10 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
         jax.block_until_ready(compiled(*args))
         best = min(best, time.perf_counter() - start)
     n_steps = epochs * per_epoch
+    network_parameters = tree_size(method.model.init(jax.random.key(0))) if hasattr(method, "model") else None
+    normals = (normal_draws_per_step(method_name, network_parameters, method.training.draws_per_step, G * seeds,
+                                     component_noise) if network_parameters else 0)
+    normals_s = time_normals(normals, repeats)
     device = jax.devices()[0]
     try:
         stats = device.memory_stats() or {}
@@ -211,9 +219,40 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
             "xla_temp_bytes": temp_bytes,
             "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "parameters_per_copy": tree_size(state.params) // (G * seeds), "draws_per_step": method.training.draws_per_step,
+            "network_parameters": network_parameters, "normals_per_step": normals, "normals_s_per_step": normals_s,
+            "normals_share": round(normals_s / (best / n_steps), 3) if normals_s else None,
             "conv_impl": conv_impl if network.startswith("cnn") else None,
             "component_noise": component_noise if "-GM-" in method_name.upper() else None,
             "compiler_options": options, "repeats": repeats, "provenance": _provenance()}
+
+
+def normal_draws_per_step(method_name: str, network_parameters: int, draws: int, copies: int,
+                          component_noise: str) -> int:
+    """How many standard normals one step of a variational method draws for its parameter samples: S draws of every
+    network parameter, K per draw for a mixture with independent component noise, for every configuration × seed;
+    0 for the MAP methods. (The function-space methods' output draws at the inducing points are few and left out.)"""
+    from bcl.paper import N_COMPONENTS
+    name = method_name.upper()
+    if not name.endswith(("VCL", "SFSVI")):
+        return 0
+    per_draw = N_COMPONENTS if "-GM-" in name and component_noise == "independent" else 1
+    return draws * per_draw * network_parameters * copies
+
+
+def time_normals(count: int, repeats: int) -> float | None:
+    "Best wall seconds of one compiled `jax.random.normal` of `count` float32 draws (threefry, the default key)."
+    import jax
+    if count == 0:
+        return None
+    draw = jax.jit(lambda key: jax.random.normal(key, (count,)))
+    key = jax.random.key(0)
+    jax.block_until_ready(draw(key))
+    best = math.inf
+    for _ in range(max(repeats, 1)):
+        start = time.perf_counter()
+        jax.block_until_ready(draw(key))
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def _combinations(models, methods):
