@@ -30,20 +30,30 @@ def _summary(values) -> str:
     return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
 
 
+def _last_row(matrices) -> str:
+    "Mean accuracy (%) on each task after the last task, from per-seed T×T matrices; '–' without them."
+    if not matrices:
+        return "–"
+    return " / ".join(f"{100 * v:.1f}" for v in np.asarray(matrices, float)[:, -1, :].mean(0))
+
+
 def table(authors: list[dict], ours: list[dict]) -> str:
-    rows = ["| method | run | seeds | final average accuracy (%) | Welch t against the authors' code | p |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| method | run | seeds | final average accuracy (%) | Welch t against the authors' code | p "
+            "| after the last task: task 1 / 2 / 3 (%) |",
+            "|---|---|---|---|---|---|---|"]
     for trainer, method in TRAINER_METHODS.items():
         theirs = sorted((r for r in authors if r["trainer"] == trainer), key=lambda r: r["seed"])
         if not theirs:
             continue
         a = np.array([r["final_average_accuracy"] for r in theirs])
-        rows.append(f"| {method.upper()} | authors' code, JAX {theirs[0]['jax']} | {len(a)} | {_summary(a)} | – | – |")
+        rows.append(f"| {method.upper()} | authors' code, JAX {theirs[0]['jax']} | {len(a)} | {_summary(a)} | – | – "
+                    f"| {_last_row([r['accuracy'] for r in theirs])} |")
         for run in (r for r in ours if r["method"] == method):
             b = np.array(run["final_average_accuracy"])
             t, p = stats.ttest_ind(b, a, equal_var=False)
             label = f"bcl, JAX {run['jax']}" + (", one key for every task" if run.get("reuse_task_key") else "")
-            rows.append(f"| {method.upper()} | {label} | {len(b)} | {_summary(b)} | {t:.2f} | {p:.3f} |")
+            rows.append(f"| {method.upper()} | {label} | {len(b)} | {_summary(b)} | {t:.2f} | {p:.3f} "
+                        f"| {_last_row(run.get('accuracy'))} |")
     return "\n".join(rows)
 
 
