@@ -125,7 +125,7 @@ LEDGER_TITLES = {"paper": "Table faa: ours against the paper",
                  "smoke": "Table faa, smoke profile (mock data; numbers meaningless)"}
 
 def ledger_main(argv: list[str] | None = None) -> int:
-    "`bcl-ledger faa [--profile P] [--schedule epochs|steps] [--out DIR] [--tables DIR] [--figures DIR]`."
+    "`bcl-ledger faa [--profile P] [--schedule epochs|steps] [--out DIR] [--tables DIR] [--figures DIR] [--drop-previous]`."
     from bcl.core import figures_dir
     from bcl.ledger import write_ledger
     parser = argparse.ArgumentParser(prog="bcl-ledger", description="Assemble the ledger of Table faa: every cell "
@@ -136,19 +136,21 @@ def ledger_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="results folder of the batch (default results/table)")
     parser.add_argument("--tables", help="default experiments/tables under the project root")
     parser.add_argument("--figures", help="default the figures folder (bcl.core.figures_dir)")
+    parser.add_argument("--drop-previous", action="store_true", help="do not keep the finished cells of the ledger "
+                        "being replaced that the batch folder lacks")
     args = parser.parse_args(argv)
     name = args.profile if args.schedule == "epochs" else f"{args.profile}-steps"
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
-    if not batch.exists():
+    tables = Path(args.tables) if args.tables else project_root() / "experiments" / "tables"
+    if not batch.exists() and (args.drop_previous or not (tables / f"faa_{name}.json").exists()):
         print(f"No batch folder {batch}: run experiments/run_table.py faa --profile {args.profile} first.",
               file=sys.stderr)
         return 2
-    tables = Path(args.tables) if args.tables else project_root() / "experiments" / "tables"
     figures = Path(args.figures) if args.figures else figures_dir()
     title = LEDGER_TITLES[args.profile] + (" (the paper's optimiser steps per task)" if args.schedule == "steps" else "")
     projection_file = tables / f"faa_{name}_projection.json"
     projection = json.loads(projection_file.read_text()) if projection_file.exists() else None
-    paths = write_ledger(batch, tables, figures, name, title, projection)
+    paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous)
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

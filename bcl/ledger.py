@@ -16,8 +16,8 @@ from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE
 
 # %% auto #0
 __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'NO_PUBLISHED', 'Entry', 'tolerance', 'judge',
-           'entry_from_numbers', 'collect', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger',
-           'ledger_figure', 'write_ledger']
+           'entry_from_record', 'entry_from_numbers', 'collect', 'orderings', 'cell_text', 'markdown_ledger',
+           'latex_ledger', 'ledger_figure', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -37,6 +37,7 @@ class Entry(NamedTuple):
     status: str
     note: str = ""
     code: str = ""  # the bcl code version (`bcl.provenance.code_version`) the numbers came from
+    kept: bool = False  # taken from the previous ledger: this batch folder has no numbers.json for the cell
 
     @property
     def delta(self) -> float | None:
@@ -52,6 +53,14 @@ def judge(mean: float, sd: float, paper: float, substitute: str | None) -> str:
         return "substitute data"
     return "agrees" if abs(mean - paper) <= tolerance(sd) else "differs"
 
+def entry_from_record(record: dict) -> Entry:
+    "The entry of a cell as a previous ledger's JSON recorded it (`write_ledger`), judged again, marked `kept`."
+    paper = FAA_PUBLISHED.get(record["column"], {}).get(record["method"])
+    substitute = record.get("substitute", record["note"] if record["status"] == "substitute data" else None)
+    status = NO_PUBLISHED if paper is None else judge(record["mean"], record["sd"], paper, substitute)
+    return Entry(record["column"], record["method"], record["mean"], record["sd"], record["n"], paper, status,
+                 substitute or "", record.get("code") or "", kept=True)
+
 def entry_from_numbers(numbers: dict) -> Entry:
     "The ledger entry of a finished cell; status `NO_PUBLISHED` for a registered column or method."
     faa = numbers["final_average_accuracy"]
@@ -62,8 +71,9 @@ def entry_from_numbers(numbers: dict) -> Entry:
 
 # %% ../nbs/14_ledger.ipynb #49e2be74
 def collect(folder: str | os.PathLike, profile: str | None = None,
-            projection: dict | None = None) -> dict[tuple[str, str], Entry]:
+            projection: dict | None = None, kept: dict | None = None) -> dict[tuple[str, str], Entry]:
     "Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile)."
+    kept = {k: r for k, r in (kept or {}).items() if r.get("mean") is not None}
     from bcl.plan import missing_data, plan_cell
     from bcl.table import read_cell
     folder = Path(folder)
@@ -85,6 +95,8 @@ def collect(folder: str | os.PathLike, profile: str | None = None,
             elif f"{column.key}/{method}" in absent:
                 entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, "data not present",
                                                     absent[f"{column.key}/{method}"])
+            elif f"{column.key}/{method}" in kept:
+                entries[column.key, method] = entry_from_record(kept[f"{column.key}/{method}"])
             elif (cell / "error.json").exists():
                 entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, "failed",
                                                     _error_note(cell / "error.json"))
@@ -167,6 +179,9 @@ def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> s
     if codes:
         lines += ["The cells ran on bcl code " + ", ".join(f"`{k}` ({n} cells)" for k, n in sorted(codes.items())) +
                   " (`bcl.provenance.code_version`).\n"]
+    kept = sum(e.kept for e in entries.values())
+    if kept:
+        lines += [f"{kept} cells are kept from the previous ledger: their `numbers.json` is not in this batch folder.\n"]
     pending = [e for e in entries.values() if e.status in ("needs a GPU", "not run") and e.note.startswith("projected")]
     if pending:
         lines += [f"Cells not run, with their projected wall time (\"needs a GPU\" above {NEEDS_GPU_HOURS:g} h):\n",
@@ -227,22 +242,27 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
 
 # %% ../nbs/14_ledger.ipynb #47eb8de8
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
-                 projection: dict | None = None) -> dict[str, Path]:
+                 projection: dict | None = None, keep_previous: bool = True) -> dict[str, Path]:
     "Assemble the ledger of the batch in `batch_folder`; returns the paths written."
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.provenance import provenance
     from bcl.table import read_cell
-    entries = collect(batch_folder, projection=(projection or {}).get("cells"))
     tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
+    previous_file = tables_folder / f"faa_{name}.json"
+    previous = json.loads(previous_file.read_text())["cells"] if keep_previous and previous_file.exists() else {}
+    entries = collect(batch_folder, projection=(projection or {}).get("cells"), kept=previous)
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", markdown_ledger(entries, title).encode()),
              "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
     cells = {}
     for (column, method), e in entries.items():
         numbers, _ = read_cell(Path(batch_folder) / column / method)
         record = e._asdict() | {"delta": e.delta}
-        if numbers is not None:
+        if e.kept:
+            record = previous[f"{column}/{method}"] | record
+        elif numbers is not None:
+            record["substitute"] = numbers.get("substitute")
             record |= {k: numbers.get(k) for k in ("final_average_accuracy", "seeds", "parameters", "settings",
                                                    "selected", "timings", "optimiser_steps", "content_hash")}
             record["provenance"] = {k: numbers["provenance"].get(k) for k in ("bcl_code", "git", "packages", "backend",
