@@ -8,14 +8,16 @@ For every cell whose data is on this machine, the cell's exact optimiser steps (
 `bcl.table.optimiser_steps`: per seed and grid point; one step updates all seeds and grid points at once) times
 seconds per step, plus compilation. Seconds per step come from, in this order:
 1. the cell itself, when it has run: its measured wall time is the projection;
-2. another finished cell of the batch with the same network and method (`run_s / steps`, so evaluation after each
-   task and end-of-task work are included);
-3. a line of `benchmarks/gpu.py` (`--measured`, same network, method and component noise), which times the bare
-   training step; it is multiplied by the overhead ratio of the batch's finished cells to the benchmark on the same
-   network (the median over the methods that have both; 1 where none has) and, for a line measured with fewer seeds
-   than the cell runs (where all seeds at once do not fit), by the ratio of the seed counts (the seeds then run one
-   after another); the benchmark's compile time is added.
-A cell with none of these has no projection.
+2. another finished cell of the batch with the same network and method, run on the target backend (`--backend`,
+   default this machine's: `run_s / steps`, so evaluation after each task and end-of-task work are included);
+3. a line of `benchmarks/gpu.py` (`--measured`, same network, method and component noise) on the target backend,
+   which times the bare training step; it is multiplied by the overhead ratio of the batch's finished cells to the
+   benchmark on the same network (the median over the methods that have both; 1 where none has) and, for a line
+   measured with fewer seeds than the cell runs (where all seeds at once do not fit), by the ratio of the seed counts
+   (the seeds then run one after another); the benchmark's compile time is added;
+4. failing those, a finished cell or a benchmark line on another backend, named with its device.
+A cell with none of these has no projection. Finished cells are read from the batch folder and, for cells it lacks,
+from the committed ledger `TABLES/faa_<profile>.json` (which keeps each cell's timings and provenance).
 
 Writes TABLES/faa_<profile>_projection.json (TABLES = experiments/tables), which `experiments/ledger.py` reads: a
 cell not run whose projection exceeds `bcl.ledger.NEEDS_GPU_HOURS` is listed as "needs a GPU". Prints a summary.
@@ -66,7 +68,52 @@ def _device(provenance: dict | None) -> str:
     return ", ".join(provenance.get("devices") or [provenance.get("backend", "?")])
 
 
-def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: str | None = None) -> dict:
+def ledger_cells(path: Path) -> dict[str, dict]:
+    "The finished cells of a committed ledger JSON ('column/method' → its record, with timings), or {}."
+    if not path.is_file():
+        return {}
+    cells = json.loads(path.read_text()).get("cells", {})
+    return {key: r for key, r in cells.items() if r.get("mean") is not None and r.get("timings")}
+
+
+def _backend(numbers: dict) -> str | None:
+    return (numbers.get("provenance") or {}).get("backend")
+
+
+def sources(plans: dict, measured: dict, backend: str) -> tuple[dict, dict, dict]:
+    """(network, method, noise) → what a projection may use: finished cells on `backend` (rule 2), benchmark lines on
+    `backend` (rule 3), and a finished cell, else a benchmark line, on another backend (rule 4)."""
+    finished, elsewhere = {}, {}
+    for (_, method), p in plans.items():
+        if p["numbers"]:
+            (finished if _backend(p["numbers"]) == backend else elsewhere)[p["network"], method, p["noise"]] = p["numbers"]
+    on_target = {k: line for k, line in measured.items() if line.get("backend") == backend}
+    for k, line in measured.items():
+        if k not in on_target:
+            elsewhere.setdefault(k, line)
+    return finished, on_target, elsewhere
+
+
+def _from_cell(other: dict, method: str, steps: int) -> dict:
+    "Rules 2 and 4: another finished cell's seconds per step (evaluation and end-of-task work included)."
+    t = other["timings"]
+    s_per_step = t["run_s"] / max(other["optimiser_steps"], 1)
+    return {"source": f"cell {other['column']}/{method}", "s_per_step": s_per_step,
+            "seconds": t.get("compile_s", 0.0) + steps * s_per_step, "device": _device(other.get("provenance"))}
+
+
+def _from_benchmark(line: dict, ratio: float, seeds: int, steps: int) -> dict:
+    "Rules 3 and 4: a benchmark line's seconds per step × the overhead ratio (× the seed ratio), plus compilation."
+    seed_ratio = max(1.0, seeds / line.get("seeds", seeds))
+    s_per_step = line["s_per_step"] * ratio * seed_ratio
+    return {"source": f"benchmarks/gpu.py ({Path(line['source_file']).name}) × overhead {ratio:.2f}"
+                      + (f" × {seed_ratio:g} (measured with {line['seeds']} seed)" if seed_ratio > 1 else ""),
+            "s_per_step": s_per_step, "overhead": ratio,
+            "seconds": line.get("compile_s", 0.0) + steps * s_per_step, "device": _device(line.get("provenance"))}
+
+
+def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: str | None = None,
+            backend: str = "cpu", kept: dict | None = None) -> dict:
     "The projection record of every cell of `profile` whose data is present (see the module's docstring)."
     from bcl.paper import FAA_COLUMNS, TABLE_METHODS
     from bcl.plan import cell_parameters, missing_data, plan_cell
@@ -84,16 +131,16 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
             sequence = sequences[key]
             algorithm, _, _ = build_cell_method(params, sequence)
             numbers, _ = read_cell(batch / column.key / method)
+            numbers = numbers or (kept or {}).get(f"{column.key}/{method}")
             plans[column.key, method] = {"network": network_key(column, sequence), "seeds": len(params["seeds"]),
                                          "steps": optimiser_steps(algorithm, sequence),
                                          "noise": params["component_noise"] if "-gm-" in method else None,
                                          "numbers": numbers}
-    finished = {(p["network"], m, p["noise"]): p["numbers"] for (c, m), p in plans.items() if p["numbers"]}
+    finished, on_target, elsewhere = sources(plans, measured, backend)
     overhead = {}
     for (network, method, noise), numbers in finished.items():
-        line = measured.get((network, method, noise))
-        same_backend = (numbers.get("provenance") or {}).get("backend") == line.get("backend") if line else False
-        if same_backend:  # a cell run on a GPU says nothing about the CPU benchmark's overhead, and vice versa
+        line = on_target.get((network, method, noise))
+        if line:  # both on the target backend: a cell run on a GPU says nothing about a CPU benchmark's overhead
             cell_step = numbers["timings"]["run_s"] / max(numbers["optimiser_steps"], 1)
             overhead.setdefault(network, []).append(cell_step / line["s_per_step"])
     overhead = {network: statistics.median(ratios) for network, ratios in overhead.items()}
@@ -101,29 +148,17 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     for (column, method), p in plans.items():
         numbers, key = p["numbers"], (p["network"], method, p["noise"])
         record = {"network": p["network"], "steps": p["steps"], "component_noise": p["noise"]}
+        source = finished.get(key) or on_target.get(key) or elsewhere.get(key)  # rules 2, 3, 4
         if numbers is not None:
             t = numbers["timings"]
             record |= {"source": "measured cell", "seconds": t["wall_s"], "s_per_step": t["run_s"] / max(p["steps"], 1),
                        "device": _device(numbers.get("provenance"))}
-        elif key in finished:
-            other = finished[key]
-            t = other["timings"]
-            s_per_step = t["run_s"] / max(other["optimiser_steps"], 1)
-            record |= {"source": f"cell {other['column']}/{method}", "s_per_step": s_per_step,
-                       "seconds": t.get("compile_s", 0.0) + p["steps"] * s_per_step,
-                       "device": _device(other.get("provenance"))}
-        elif key in measured:
-            line = measured[key]
-            ratio = overhead.get(p["network"], 1.0)
-            seeds = max(1.0, p["seeds"] / line.get("seeds", p["seeds"]))
-            s_per_step = line["s_per_step"] * ratio * seeds
-            record |= {"source": f"benchmarks/gpu.py ({Path(line['source_file']).name}) × overhead {ratio:.2f}"
-                                 + (f" × {seeds:g} (measured with {line['seeds']} seed)" if seeds > 1 else ""),
-                       "s_per_step": s_per_step, "overhead": ratio,
-                       "seconds": line.get("compile_s", 0.0) + p["steps"] * s_per_step,
-                       "device": _device(line.get("provenance"))}
-        else:
+        elif source is None:
             record |= {"source": None, "seconds": None, "device": None}
+        elif "timings" in source:
+            record |= _from_cell(source, method, p["steps"])
+        else:
+            record |= _from_benchmark(source, overhead.get(p["network"], 1.0), p["seeds"], p["steps"])
         record["hours"] = None if record["seconds"] is None else record["seconds"] / 3600
         record["finished"] = numbers is not None
         cells[f"{column}/{method}"] = record
@@ -139,6 +174,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="results folder of the batch (default results/table)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--tables", default=str(ROOT / "experiments" / "tables"))
+    parser.add_argument("--backend", default=None, help="the backend to project for: cpu, gpu (default this "
+                        "machine's JAX backend)")
     args = parser.parse_args(argv)
     missing = [p for p in args.measured if not Path(p).is_file()]
     if missing:
@@ -148,8 +185,11 @@ def main(argv=None) -> int:
     from bcl.provenance import provenance
     name = args.profile if args.schedule == "epochs" else f"{args.profile}-steps"
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
-    record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir)
-    record |= {"measured_files": args.measured, "needs_gpu_hours": NEEDS_GPU_HOURS,
+    import jax
+    backend = args.backend or jax.default_backend()
+    kept = ledger_cells(Path(args.tables) / f"faa_{name}.json")
+    record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir, backend, kept)
+    record |= {"backend": backend, "measured_files": args.measured, "needs_gpu_hours": NEEDS_GPU_HOURS,
                "load_average": os.getloadavg(), "provenance": provenance()}
     path = atomic_write_json(Path(args.tables) / f"faa_{name}_projection.json", record)
     cells = record["cells"]

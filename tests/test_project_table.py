@@ -1,0 +1,47 @@
+"""experiments/project_table.py: which measurement projects a cell not run, and the committed ledger as a source."""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import project_table  # noqa: E402
+
+
+def _cell(column, method, backend, run_s, steps=100):
+    return {"column": column, "method": method, "mean": 50.0, "timings": {"run_s": run_s, "wall_s": run_s + 5,
+            "compile_s": 5.0}, "optimiser_steps": steps, "provenance": {"backend": backend, "devices": [backend]}}
+
+
+def _choose(plans, measured, backend, key):
+    finished, on_target, elsewhere = project_table.sources(plans, measured, backend)
+    return finished.get(key) or on_target.get(key) or elsewhere.get(key)
+
+
+def test_a_cpu_projection_never_takes_a_gpu_cell_over_a_cpu_measurement():
+    key = ("cnn_mnist", "si", None)
+    gpu_cell = _cell("di-mnist-cnn", "si", "gpu", run_s=2.0)
+    plans = {("di-mnist-cnn", "si"): {"network": "cnn_mnist", "noise": None, "numbers": gpu_cell},
+             ("ci-mnist-cnn", "si"): {"network": "cnn_mnist", "noise": None, "numbers": None}}
+    cpu_line = {"backend": "cpu", "s_per_step": 1.9, "source_file": "cpu.jsonl"}
+    assert _choose(plans, {key: cpu_line}, "cpu", key) is cpu_line  # rule 3 before rule 4
+    assert _choose(plans, {key: cpu_line}, "gpu", key) is gpu_cell  # on a GPU, the GPU cell is rule 2
+    assert _choose(plans, {}, "cpu", key) is gpu_cell  # nothing on the CPU: the other backend, named by its device
+    cpu_cell = _cell("ci-mnist-fcnn", "si", "cpu", run_s=300.0)
+    plans[("ci-mnist-fcnn", "si")] = {"network": "cnn_mnist", "noise": None, "numbers": cpu_cell}
+    assert _choose(plans, {key: cpu_line}, "cpu", key) is cpu_cell  # a finished CPU cell first (rule 2)
+    record = project_table._from_cell(cpu_cell, "si", steps=1000)
+    assert abs(record["s_per_step"] - 3.0) < 1e-12 and abs(record["seconds"] - 3005.0) < 1e-9
+    record = project_table._from_benchmark(cpu_line | {"seeds": 1}, ratio=2.0, seeds=5, steps=10)
+    assert abs(record["s_per_step"] - 1.9 * 2.0 * 5) < 1e-12  # overhead × the seeds run one after another
+
+
+def test_the_committed_ledger_feeds_finished_cells(tmp_path):
+    ledger = {"cells": {"a/er": _cell("a", "er", "cpu", 10.0),
+                        "a/si": {"column": "a", "method": "si", "mean": None, "status": "not run"},
+                        "a/ewc": {"column": "a", "method": "ewc", "mean": 40.0}}}  # no timings: not a source
+    path = tmp_path / "faa_offline.json"
+    path.write_text(json.dumps(ledger))
+    assert list(project_table.ledger_cells(path)) == ["a/er"]
+    assert project_table.ledger_cells(tmp_path / "absent.json") == {}
