@@ -16,8 +16,8 @@ from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE
 
 # %% auto #0
 __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'NO_PUBLISHED', 'Entry', 'tolerance', 'judge',
-           'entry_from_record', 'entry_from_numbers', 'collect', 'orderings', 'cell_text', 'markdown_ledger',
-           'latex_ledger', 'ledger_figure', 'write_ledger']
+           'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text',
+           'markdown_ledger', 'latex_ledger', 'ledger_figure', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -72,8 +72,9 @@ def entry_from_numbers(numbers: dict) -> Entry:
 # %% ../nbs/14_ledger.ipynb #49e2be74
 def collect(folder: str | os.PathLike, profile: str | None = None,
             projection: dict | None = None, kept: dict | None = None) -> dict[tuple[str, str], Entry]:
-    "Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile)."
-    kept = {k: r for k, r in (kept or {}).items() if r.get("mean") is not None}
+    """Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile);
+    `kept`: finished records of a previous ledger (`previous_cells`) for cells the folder lacks."""
+    kept = kept or {}
     from bcl.plan import missing_data, plan_cell
     from bcl.table import read_cell
     folder = Path(folder)
@@ -104,6 +105,13 @@ def collect(folder: str | os.PathLike, profile: str | None = None,
                 entries[column.key, method] = _not_run(column.key, method, paper, why,
                                                        (projection or {}).get(f"{column.key}/{method}"))
     return entries
+
+def previous_cells(tables_folder: str | os.PathLike, name: str) -> dict[str, dict]:
+    "The finished cells ('column/method' → record) of the ledger JSON `faa_<name>.json` in `tables_folder`, or {}."
+    path = Path(tables_folder) / f"faa_{name}.json"
+    if not path.is_file():
+        return {}
+    return {key: r for key, r in json.loads(path.read_text())["cells"].items() if r.get("mean") is not None}
 
 def _not_run(column: str, method: str, paper: float, why: str, projected: dict | None) -> Entry:
     "A cell without numbers: 'needs a GPU' when its projected hours exceed `NEEDS_GPU_HOURS`, else 'not run'."
@@ -250,8 +258,7 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     from bcl.provenance import provenance
     from bcl.table import read_cell
     tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
-    previous_file = tables_folder / f"faa_{name}.json"
-    previous = json.loads(previous_file.read_text())["cells"] if keep_previous and previous_file.exists() else {}
+    previous = previous_cells(tables_folder, name) if keep_previous else {}
     entries = collect(batch_folder, projection=(projection or {}).get("cells"), kept=previous)
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", markdown_ledger(entries, title).encode()),
              "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}

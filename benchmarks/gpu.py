@@ -195,12 +195,7 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
         temp_bytes = int(analysis.temp_size_in_bytes) if analysis is not None else None
     except Exception:
         temp_bytes = None
-    jax.block_until_ready(compiled(*args))  # warm-up: first-run allocations
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        best = min(best, time.perf_counter() - start)
+    best = best_seconds(lambda: compiled(*args), repeats)
     n_steps = epochs * per_epoch
     network_parameters = tree_size(method.model.init(jax.random.key(0))) if hasattr(method, "model") else None
     normals = (normal_draws_per_step(method_name, network_parameters, method.training.draws_per_step, G * seeds,
@@ -246,11 +241,17 @@ def time_normals(count: int, repeats: int) -> float | None:
         return None
     draw = jax.jit(lambda key: jax.random.normal(key, (count,)))
     key = jax.random.key(0)
-    jax.block_until_ready(draw(key))
+    return best_seconds(lambda: draw(key), repeats)
+
+
+def best_seconds(call, repeats: int) -> float:
+    "Best wall seconds of `repeats` (at least one) blocking calls of `call`, after one warm-up call (allocations)."
+    import jax
+    jax.block_until_ready(call())
     best = math.inf
     for _ in range(max(repeats, 1)):
         start = time.perf_counter()
-        jax.block_until_ready(draw(key))
+        jax.block_until_ready(call())
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -383,7 +384,8 @@ def print_projection(path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS), choices=list(MODELS))
-    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS),
+                        type=lambda name: {m.lower(): m for m in METHODS}.get(name.lower(), name))  # any letter case
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20, help="at least this many optimiser steps timed per run")
     parser.add_argument("--n", type=int, default=256, help="synthetic points per task")

@@ -68,21 +68,14 @@ def _device(provenance: dict | None) -> str:
     return ", ".join(provenance.get("devices") or [provenance.get("backend", "?")])
 
 
-def ledger_cells(path: Path) -> dict[str, dict]:
-    "The finished cells of a committed ledger JSON ('column/method' → its record, with timings), or {}."
-    if not path.is_file():
-        return {}
-    cells = json.loads(path.read_text()).get("cells", {})
-    return {key: r for key, r in cells.items() if r.get("mean") is not None and r.get("timings")}
-
-
 def _backend(numbers: dict) -> str | None:
     return (numbers.get("provenance") or {}).get("backend")
 
 
 def sources(plans: dict, measured: dict, backend: str) -> tuple[dict, dict, dict]:
-    """(network, method, noise) → what a projection may use: finished cells on `backend` (rule 2), benchmark lines on
-    `backend` (rule 3), and a finished cell, else a benchmark line, on another backend (rule 4)."""
+    """(network, method, noise) → the source a projection uses (rule 2 before 3 before 4), and the finished cells and
+    benchmark lines on `backend` (rules 2 and 3, whose ratio is the overhead); rule 4 is a finished cell, else a
+    benchmark line, on another backend."""
     finished, elsewhere = {}, {}
     for (_, method), p in plans.items():
         if p["numbers"]:
@@ -91,7 +84,7 @@ def sources(plans: dict, measured: dict, backend: str) -> tuple[dict, dict, dict
     for k, line in measured.items():
         if k not in on_target:
             elsewhere.setdefault(k, line)
-    return finished, on_target, elsewhere
+    return elsewhere | on_target | finished, finished, on_target
 
 
 def _from_cell(other: dict, method: str, steps: int) -> dict:
@@ -136,7 +129,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
                                          "steps": optimiser_steps(algorithm, sequence),
                                          "noise": params["component_noise"] if "-gm-" in method else None,
                                          "numbers": numbers}
-    finished, on_target, elsewhere = sources(plans, measured, backend)
+    chosen, finished, on_target = sources(plans, measured, backend)
     overhead = {}
     for (network, method, noise), numbers in finished.items():
         line = on_target.get((network, method, noise))
@@ -148,7 +141,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     for (column, method), p in plans.items():
         numbers, key = p["numbers"], (p["network"], method, p["noise"])
         record = {"network": p["network"], "steps": p["steps"], "component_noise": p["noise"]}
-        source = finished.get(key) or on_target.get(key) or elsewhere.get(key)  # rules 2, 3, 4
+        source = chosen.get(key)
         if numbers is not None:
             t = numbers["timings"]
             record |= {"source": "measured cell", "seconds": t["wall_s"], "s_per_step": t["run_s"] / max(p["steps"], 1),
@@ -187,7 +180,8 @@ def main(argv=None) -> int:
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
     import jax
     backend = args.backend or jax.default_backend()
-    kept = ledger_cells(Path(args.tables) / f"faa_{name}.json")
+    from bcl.ledger import previous_cells
+    kept = previous_cells(args.tables, name)
     record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir, backend, kept)
     record |= {"backend": backend, "measured_files": args.measured, "needs_gpu_hours": NEEDS_GPU_HOURS,
                "load_average": os.getloadavg(), "provenance": provenance()}
