@@ -127,7 +127,7 @@ LEDGER_TITLES = {"paper": "Table faa: ours against the paper",
 def ledger_main(argv: list[str] | None = None) -> int:
     "`bcl-ledger faa [--profile P] [--schedule epochs|steps] [--out DIR] [--tables DIR] [--figures DIR] [--drop-previous]`."
     from bcl.core import figures_dir
-    from bcl.ledger import write_ledger
+    from bcl.ledger import ledger_entries, write_ledger
     parser = argparse.ArgumentParser(prog="bcl-ledger", description="Assemble the ledger of Table faa: every cell "
                                      "of ours beside the paper's, as markdown, LaTeX, JSON and a figure.")
     parser.add_argument("table", type=str.lower, choices=("faa",))
@@ -150,7 +150,12 @@ def ledger_main(argv: list[str] | None = None) -> int:
     title = LEDGER_TITLES[args.profile] + (" (the paper's optimiser steps per task)" if args.schedule == "steps" else "")
     projection_file = tables / f"faa_{name}_projection.json"
     projection = json.loads(projection_file.read_text()) if projection_file.exists() else None
-    paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous)
+    other_schedule = "steps" if args.schedule == "epochs" else "epochs"
+    other_name = args.profile if other_schedule == "epochs" else f"{args.profile}-steps"
+    compare = ((args.schedule, other_schedule, ledger_entries(tables, other_name))
+               if (tables / f"faa_{other_name}.json").exists() else None)
+    paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,
+                         compare=compare)
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

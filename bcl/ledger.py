@@ -15,9 +15,9 @@ import numpy as np
 from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE_METHODS
 
 # %% auto #0
-__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'NO_PUBLISHED', 'Entry', 'tolerance', 'judge',
-           'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text',
-           'markdown_ledger', 'latex_ledger', 'ledger_figure', 'write_ledger']
+__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'NO_PUBLISHED', 'SCHEDULE_LABELS', 'Entry', 'tolerance',
+           'judge', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text',
+           'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -248,10 +248,50 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
     fig.tight_layout()
     return fig
 
+# %% ../nbs/14_ledger.ipynb #77be82cf
+SCHEDULE_LABELS = {"epochs": "the paper's epochs per task", "steps": "the paper's optimiser steps per task"}
+
+def ledger_entries(tables_folder: str | os.PathLike, name: str) -> dict[tuple[str, str], Entry]:
+    "Every (column, method) of Table faa from the ledger JSON `faa_<name>.json`: its finished cells, the rest not run."
+    records = previous_cells(tables_folder, name)
+    entries = {}
+    for c in FAA_COLUMNS:
+        for m in TABLE_METHODS:
+            record = records.get(f"{c.key}/{m}")
+            entries[c.key, m] = (entry_from_record(record) if record else
+                                 Entry(c.key, m, None, None, 0, FAA_PUBLISHED[c.key][m], "not run"))
+    return entries
+
+def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
+    """Markdown: the cells finished in both `entries` (schedule `this`) and `other` (schedule `that`), ours under each
+    beside the paper, then each such column's orderings under both; '' when no cell is finished in both."""
+    both = [(c, m) for c in FAA_COLUMNS for m in TABLE_METHODS
+            if entries[c.key, m].mean is not None and other[c.key, m].mean is not None]
+    if not both:
+        return ""
+    word = lambda v: "–" if v is None else ("holds" if v else "breaks")
+    lines = [f"## {SCHEDULE_LABELS[this].capitalize()} against {SCHEDULE_LABELS[that]}\n",
+             f"The {len(both)} cells finished under both schedules (the other ledger: `faa_*` of the same profile).\n",
+             f"| column | method | {SCHEDULE_LABELS[this]} | {SCHEDULE_LABELS[that]} | paper | closer to the paper |",
+             "|---|---|---|---|---|---|"]
+    for c, m in both:
+        a, b = entries[c.key, m], other[c.key, m]
+        closer = this if abs(a.mean - a.paper) < abs(b.mean - b.paper) else that
+        lines.append(f"| {c.label} | {METHOD_LABELS[m]} | {_ours(a)} | {_ours(b)} | {a.paper:.2f} | {closer} |")
+    lines += ["", "| column | ordering | paper | " + " | ".join(SCHEDULE_LABELS[s] for s in (this, that)) + " |",
+              "|---|---|---|---|---|"]
+    for c in dict.fromkeys(c for c, _ in both):
+        mine, theirs = orderings(entries, c.key), orderings(other, c.key)
+        for name, o in mine.items():
+            lines.append(f"| {c.label} | {name} | {word(o['paper'])} | {word(o['ours'])} | {word(theirs[name]['ours'])} |")
+    return "\n".join(lines) + "\n"
+
 # %% ../nbs/14_ledger.ipynb #47eb8de8
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
-                 projection: dict | None = None, keep_previous: bool = True) -> dict[str, Path]:
-    "Assemble the ledger of the batch in `batch_folder`; returns the paths written."
+                 projection: dict | None = None, keep_previous: bool = True,
+                 compare: tuple[str, str, dict] | None = None) -> dict[str, Path]:
+    """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
+    other schedule, the other ledger's entries) appends `schedule_section`."""
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json
@@ -260,7 +300,11 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
     previous = previous_cells(tables_folder, name) if keep_previous else {}
     entries = collect(batch_folder, projection=(projection or {}).get("cells"), kept=previous)
-    paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", markdown_ledger(entries, title).encode()),
+    text = markdown_ledger(entries, title)
+    if compare:
+        section = schedule_section(entries, compare[2], compare[0], compare[1])
+        text += "\n" + section if section else ""
+    paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),
              "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
     cells = {}
     for (column, method), e in entries.items():

@@ -1,10 +1,11 @@
-"""Seeds side by side: the authors' code (benchmarks/authors_seeds.py) against bcl (benchmarks/iris_seeds.py).
+"""Seeds side by side: the authors' code (benchmarks/authors_seeds.py) against bcl (benchmarks/bcl_seeds.py).
 
-Usage: .venv/bin/python benchmarks/authors_compare.py [--out experiments/tables/authors_seeds_iris.md]
+Usage: .venv/bin/python benchmarks/authors_compare.py [--out experiments/tables/authors_seeds.md]
 
-Reads benchmarks/results/authors_seeds.jsonl and benchmarks/results/iris_seeds.jsonl and writes a markdown table of
-final average test accuracy (mean ± sd, n seeds) per run with a Welch two-sample t-test of each bcl run against the
-authors' code, followed by the provenance of this file (bcl commit, versions, the runs' own JAX versions).
+Reads benchmarks/results/authors_seeds.jsonl and benchmarks/results/bcl_seeds.jsonl and writes, per sequence (CI
+Split 2D Iris, DI Sinusoid), a markdown table of final average test accuracy (mean ± sd, n seeds) per run with a
+Welch two-sample t-test of each bcl run against the authors' code, followed by the provenance of this file (bcl
+commit, versions; each run names its own JAX version).
 """
 from __future__ import annotations
 
@@ -18,8 +19,17 @@ import numpy as np
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parent.parent
-TRAINER_METHODS = {"likelihood_exact_gsfsvi": "l-g-sfsvi", "prior_exact_gsfsvi": "p-g-sfsvi",
-                   "likelihood_exact_gmsfsvi": "l-gm-sfsvi", "prior_exact_gmsfsvi": "p-gm-sfsvi"}
+# The authors' trainer ids (experiments/svi_*_fcnn.toml at b838074) and bcl's method names; si1..si15 is SI's grid.
+TRAINER_METHODS = {"simple_gvcl": "p-g-vcl", "likelihood_exact_gvcl": "l-g-vcl", "simple_gmvcl": "p-gm-vcl",
+                   "likelihood_exact_gmvcl": "l-gm-vcl", "prior_exact_gsfsvi": "p-g-sfsvi",
+                   "likelihood_exact_gsfsvi": "l-g-sfsvi", "prior_exact_gmsfsvi": "p-gm-sfsvi",
+                   "likelihood_exact_gmsfsvi": "l-gm-sfsvi", **{f"si{i}": "si" for i in range(1, 16)}}
+SEQUENCE_TITLES = {"cisplit2diris": "CI Split 2D Iris", "disinusoid": "DI Sinusoid"}
+
+
+def authors_sequence(record: dict) -> str:
+    "The sequence of an authors' run: `svi_<sequence>_fcnn` is its experiment."
+    return record["experiment"].split("_")[1]
 
 
 def _lines(path: Path) -> list[dict]:
@@ -50,11 +60,13 @@ def _per_task_p(ours, theirs) -> str:
 
 
 def table(authors: list[dict], ours: list[dict]) -> str:
+    "Rows per method (in `TRAINER_METHODS` order) for runs of one sequence."
+    methods = list(dict.fromkeys(TRAINER_METHODS.values()))
     rows = ["| method | run | seeds | final average accuracy (%) | Welch t against the authors' code | p "
-            "| after the last task: task 1 / 2 / 3 (%) | Welch p per task |",
+            "| after the last task: task 1 / 2 / … (%) | Welch p per task |",
             "|---|---|---|---|---|---|---|---|"]
-    for trainer, method in TRAINER_METHODS.items():
-        theirs = sorted((r for r in authors if r["trainer"] == trainer), key=lambda r: r["seed"])
+    for method in methods:
+        theirs = sorted((r for r in authors if TRAINER_METHODS.get(r["trainer"]) == method), key=lambda r: r["seed"])
         if not theirs:
             continue
         a = np.array([r["final_average_accuracy"] for r in theirs])
@@ -72,21 +84,28 @@ def table(authors: list[dict], ours: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "tables" / "authors_seeds_iris.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "tables" / "authors_seeds.md")
     args = parser.parse_args()
     results = ROOT / "benchmarks" / "results"
-    authors, ours = _lines(results / "authors_seeds.jsonl"), _lines(results / "iris_seeds.jsonl")
+    authors, ours = _lines(results / "authors_seeds.jsonl"), _lines(results / "bcl_seeds.jsonl")
     if not authors:
         print("authors_compare.py: no benchmarks/results/authors_seeds.jsonl yet (run benchmarks/authors_seeds.py).")
         return 0
     sys.path.insert(0, str(ROOT))
     from bcl.core import atomic_write_bytes
     from bcl.provenance import provenance
-    text = ("# CI Split 2D Iris: the authors' code against bcl over seeds\n\n"
+    sections = []
+    for sequence, title in SEQUENCE_TITLES.items():
+        theirs = [r for r in authors if authors_sequence(r) == sequence]
+        if theirs:
+            mine = [r for r in ours if r.get("sequence", "cisplit2diris") == sequence]  # early lines: Iris only
+            sections.append(f"## {title}\n\n" + table(theirs, mine) + "\n")
+    text = ("# The authors' code against bcl over seeds\n\n"
             "Final average test accuracy after the last task, per seed; the authors' code is github.com/blackblitz/bcl "
-            "at b838074, unmodified (`benchmarks/authors_seeds.py`), bcl is `benchmarks/iris_seeds.py`; both train on "
-            "the same Iris arrays. Welch's t is bcl minus the authors' code.\n\n"
-            + table(authors, ours) + "\n\n## Provenance\n\n```json\n" + json.dumps(provenance(), indent=1) + "\n```\n")
+            "at b838074, unmodified (`benchmarks/authors_seeds.py`), bcl is `benchmarks/bcl_seeds.py`; both train on "
+            "the same arrays (the authors' prepared files equal `bcl.data.load_sequence`'s). SI selects its λ × ξ per "
+            "seed by validation in both codes. Welch's t is bcl minus the authors' code.\n\n"
+            + "\n".join(sections) + "\n## Provenance\n\n```json\n" + json.dumps(provenance(), indent=1) + "\n```\n")
     atomic_write_bytes(args.out, text.encode())
     print(text.split("## Provenance")[0])
     print(f"wrote {args.out}")

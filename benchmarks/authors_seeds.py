@@ -16,7 +16,9 @@ The clone's `./coreset.zarr` is shared by every command, so experiments run one 
 
 The evaluation writes `results/<exp>/accuracy.dat` (msgpack: trainer id -> the T×T test accuracy matrix). The final
 average accuracy is the mean of its last row, in %. One JSON line per (trainer, seed) goes to --out. The run
-resumes: pairs already in --out are skipped.
+resumes: pairs already in --out are skipped. Trainers that share a `name` (a grid such as SI's si1..si15) are
+one line per seed: the authors' evaluation reports only the grid point their validation selects, named in `trainer`,
+with the grid's ids in `candidates`.
 
 The script never imports the authors' package itself (it is also called `bcl`); it only calls their commands.
 Without `--authors-repo`, or when the environment lacks their dependencies, it says so and exits with status 0.
@@ -85,7 +87,8 @@ def _done(out: Path) -> set[tuple[str, str, int]]:
             records.append(json.loads(line))
         except json.JSONDecodeError:
             continue  # a line cut by a kill: that pair reruns
-    return {(r["experiment"], r["trainer"], r["seed"]) for r in records if "accuracy" in r}
+    return {(r["experiment"], t, r["seed"]) for r in records if "accuracy" in r
+            for t in r.get("candidates", [r["trainer"]])}
 
 
 def _run(repo: Path, *args: str) -> float:
@@ -106,12 +109,29 @@ def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed:
     train_s = _run(repo, "bcl.train", name)
     evaluate_s = _run(repo, "bcl.evaluate", name)
     with open(repo / "results" / name / "accuracy.dat", "rb") as file:
-        accuracy = msgpack.unpack(file)
+        accuracy = msgpack.unpack(file)  # only the trainer that `select_trainers` kept of each name
     import jax
-    return [{"experiment": experiment, "trainer": t, "seed": int(seed), "accuracy": accuracy[t],
-             "final_average_accuracy": final_average_accuracy(accuracy[t]), "train_s": train_s,
-             "evaluate_s": evaluate_s, "authors_commit": _commit(repo), "jax": jax.__version__,
-             "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")} for t in trainers]
+    groups = grid_groups(spec, trainers)
+    records = []
+    for candidates in groups:
+        [t] = [c for c in candidates if c in accuracy]
+        records.append({"experiment": experiment, "trainer": t, "seed": int(seed), "accuracy": accuracy[t],
+                        "final_average_accuracy": final_average_accuracy(accuracy[t]), "train_s": train_s,
+                        "evaluate_s": evaluate_s, "authors_commit": _commit(repo), "jax": jax.__version__,
+                        "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                       | ({"candidates": candidates} if len(candidates) > 1 else {}))
+    return records
+
+
+def grid_groups(spec: dict, trainers: list[str]) -> list[list[str]]:
+    """`trainers` grouped by their block's `name`, in order of first appearance. The authors' `select_trainers` keeps,
+    of the trainers sharing a name, the one with the best validation score after the last task (e.g. SI's 15 points
+    si1..si15), and `bcl.evaluate` reports only that one."""
+    names = {t["id"]: t["name"] for t in spec["trainers"]}
+    groups: dict[str, list[str]] = {}
+    for trainer_id in trainers:
+        groups.setdefault(names[trainer_id], []).append(trainer_id)
+    return list(groups.values())
 
 
 def _commit(repo: Path) -> str | None:
