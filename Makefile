@@ -10,7 +10,7 @@ PROFILE ?= offline
 TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all demo demo-sinusoid clean-notebooks bench \
-        table table-smoke table-smoke-ci table-offline table-paper ledger
+        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps ledger
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -96,6 +96,13 @@ table-offline:
 
 table-paper:
 	$(MAKE) table PROFILE=paper
+
+## The offline extractor columns with the paper's optimiser steps per task (MNIST-5k: 12 times the epochs), then both
+## offline ledgers, each ending with the two schedules side by side.
+table-offline-steps: env
+	$(BIN)/python experiments/run_table.py faa --profile offline --schedule steps --cells '*-fe/*'
+	$(BIN)/python experiments/ledger.py faa --profile offline --schedule steps
+	$(BIN)/python experiments/ledger.py faa --profile offline
 
 ledger: env
 	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)
