@@ -59,6 +59,17 @@ def _per_task_p(ours, theirs) -> str:
     return " / ".join("–" if not np.isfinite(p) else f"{p:.3f}" for p in ps)
 
 
+def _welch(b, a) -> tuple[str, str]:
+    """Welch's t and p of `b` against `a`, formatted. Two samples without spread have no t: equal constants (e.g.
+    P-VCL's 33.33 on every Iris seed, in both codes) are 'same on every seed', different ones 'differ on every seed'."""
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return ("–", "same on every seed") if np.isclose(a[0], b[0]) else ("–", "differ on every seed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t, p = stats.ttest_ind(b, a, equal_var=False)
+    return f"{t:.2f}", f"{p:.3f}"
+
+
 def table(authors: list[dict], ours: list[dict]) -> str:
     "Rows per method (in `TRAINER_METHODS` order) for runs of one sequence."
     methods = list(dict.fromkeys(TRAINER_METHODS.values()))
@@ -74,9 +85,9 @@ def table(authors: list[dict], ours: list[dict]) -> str:
                     f"| {_last_row([r['accuracy'] for r in theirs])} | – |")
         for run in (r for r in ours if r["method"] == method):
             b = np.array(run["final_average_accuracy"])
-            t, p = stats.ttest_ind(b, a, equal_var=False)
+            t, p = _welch(b, a)
             label = f"bcl, JAX {run['jax']}" + (", one key for every task" if run.get("reuse_task_key") else "")
-            rows.append(f"| {method.upper()} | {label} | {len(b)} | {_summary(b)} | {t:.2f} | {p:.3f} "
+            rows.append(f"| {method.upper()} | {label} | {len(b)} | {_summary(b)} | {t} | {p} "
                         f"| {_last_row(run.get('accuracy'))} "
                         f"| {_per_task_p(run.get('accuracy'), [r['accuracy'] for r in theirs])} |")
     return "\n".join(rows)
