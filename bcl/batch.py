@@ -33,7 +33,8 @@ CHEAP_FIRST = ("joint", "finetuning", "ewc", "si", "er", "l-g-vcl", "p-g-vcl", "
 
 def profile_folder(out: Path, profile: str, schedule: str) -> Path:
     "The batch folder of a profile: `OUT/<profile>`, or `OUT/<profile>-steps` with the paper's optimiser steps."
-    return out / (profile if schedule == "epochs" else f"{profile}-steps")
+    from bcl.plan import run_name
+    return out / run_name(profile, schedule)
 
 def _representative(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
     from bcl.paper import FAA_COLUMN_KEYS

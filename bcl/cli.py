@@ -127,7 +127,8 @@ LEDGER_TITLES = {"paper": "Table faa: ours against the paper",
 def ledger_main(argv: list[str] | None = None) -> int:
     "`bcl-ledger faa [--profile P] [--schedule epochs|steps] [--out DIR] [--tables DIR] [--figures DIR] [--drop-previous]`."
     from bcl.core import figures_dir
-    from bcl.ledger import ledger_entries, write_ledger
+    from bcl.ledger import SCHEDULE_LABELS, ledger_entries, write_ledger
+    from bcl.plan import run_name
     parser = argparse.ArgumentParser(prog="bcl-ledger", description="Assemble the ledger of Table faa: every cell "
                                      "of ours beside the paper's, as markdown, LaTeX, JSON and a figure.")
     parser.add_argument("table", type=str.lower, choices=("faa",))
@@ -139,7 +140,7 @@ def ledger_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drop-previous", action="store_true", help="do not keep the finished cells of the ledger "
                         "being replaced that the batch folder lacks")
     args = parser.parse_args(argv)
-    name = args.profile if args.schedule == "epochs" else f"{args.profile}-steps"
+    name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
     tables = Path(args.tables) if args.tables else project_root() / "experiments" / "tables"
     if not batch.exists() and (args.drop_previous or not (tables / f"faa_{name}.json").exists()):
@@ -147,11 +148,11 @@ def ledger_main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     figures = Path(args.figures) if args.figures else figures_dir()
-    title = LEDGER_TITLES[args.profile] + (" (the paper's optimiser steps per task)" if args.schedule == "steps" else "")
+    title = LEDGER_TITLES[args.profile] + (f" ({SCHEDULE_LABELS['steps']})" if args.schedule == "steps" else "")
     projection_file = tables / f"faa_{name}_projection.json"
     projection = json.loads(projection_file.read_text()) if projection_file.exists() else None
     other_schedule = "steps" if args.schedule == "epochs" else "epochs"
-    other_name = args.profile if other_schedule == "epochs" else f"{args.profile}-steps"
+    other_name = run_name(args.profile, other_schedule)
     compare = ((args.schedule, other_schedule, ledger_entries(tables, other_name))
                if (tables / f"faa_{other_name}.json").exists() else None)
     paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,

@@ -16,8 +16,8 @@ from .paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, Column, Sequenc
 # %% auto #0
 __all__ = ['USER_COLUMNS', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING', 'COMPONENT_NOISE', 'PAPER_TRAIN_POINTS',
            'SCHEDULES', 'SMOKE', 'table_column', 'register_column', 'CellPlan', 'check_profile', 'plan_cell',
-           'data_inputs', 'missing_data', 'cell_parameters', 'import_plugins', 'plugin_versions', 'data_manifest',
-           'cell_hash']
+           'data_inputs', 'missing_data', 'run_name', 'cell_parameters', 'import_plugins', 'plugin_versions',
+           'data_manifest', 'cell_hash']
 
 # %% ../nbs/12b_plan.ipynb #88d0b480
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
@@ -132,6 +132,12 @@ def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
 PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,
                       "displitcifar8": 32_000}  # 80 % of the training set of the classes used (Appendix A)
 SCHEDULES = ("epochs", "steps")
+
+def run_name(profile: str, schedule: str) -> str:
+    "The name of a profile's batch folder and ledger: `<profile>`, or `<profile>-steps` with the paper's optimiser steps."
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
+    return profile if schedule == "epochs" else f"{profile}-steps"
 SMOKE = dict(epochs=1, batch_size=4, n_inducing=8, sample_size=2, predict_sample_size=2, mock_examples=3000, points=16,
              pretrain_examples=48, pretrain_epochs=1)
 

@@ -68,6 +68,11 @@ def _device(provenance: dict | None) -> str:
     return ", ".join(provenance.get("devices") or [provenance.get("backend", "?")])
 
 
+def timed_cells(cells: dict[str, dict]) -> dict[str, dict]:
+    "The finished cells of a ledger that can stand for a measurement: those that recorded their timings."
+    return {key: r for key, r in cells.items() if r.get("timings")}
+
+
 def _backend(numbers: dict) -> str | None:
     return (numbers.get("provenance") or {}).get("backend")
 
@@ -174,14 +179,14 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"no such file: {', '.join(missing)} (benchmarks/gpu.py --out FILE writes one)")
     from bcl.core import atomic_write_json, results_dir
-    from bcl.ledger import NEEDS_GPU_HOURS
+    from bcl.ledger import NEEDS_GPU_HOURS, previous_cells
+    from bcl.plan import run_name
     from bcl.provenance import provenance
-    name = args.profile if args.schedule == "epochs" else f"{args.profile}-steps"
+    name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
     import jax
     backend = args.backend or jax.default_backend()
-    from bcl.ledger import previous_cells
-    kept = previous_cells(args.tables, name)
+    kept = timed_cells(previous_cells(args.tables, name))
     record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir, backend, kept)
     record |= {"backend": backend, "measured_files": args.measured, "needs_gpu_hours": NEEDS_GPU_HOURS,
                "load_average": os.getloadavg(), "provenance": provenance()}

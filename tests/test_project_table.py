@@ -1,4 +1,5 @@
-"""experiments/project_table.py: which measurement projects a cell not run."""
+"""experiments/project_table.py: which measurement projects a cell not run, and the committed ledger as a source."""
+import json
 import sys
 from pathlib import Path
 
@@ -34,3 +35,13 @@ def test_a_cpu_projection_never_takes_a_gpu_cell_over_a_cpu_measurement():
     assert abs(record["s_per_step"] - 3.0) < 1e-12 and abs(record["seconds"] - 3005.0) < 1e-9
     record = project_table._from_benchmark(cpu_line | {"seeds": 1}, ratio=2.0, seeds=5, steps=10)
     assert abs(record["s_per_step"] - 1.9 * 2.0 * 5) < 1e-12  # overhead × the seeds run one after another
+
+
+def test_the_committed_ledger_feeds_only_timed_finished_cells(tmp_path):
+    from bcl.ledger import previous_cells
+    ledger = {"cells": {"a/er": _cell("a", "er", "cpu", 10.0),
+                        "a/si": {"column": "a", "method": "si", "mean": None, "status": "not run"},
+                        "a/ewc": {"column": "a", "method": "ewc", "mean": 40.0}}}  # no timings: not a source
+    (tmp_path / "faa_offline.json").write_text(json.dumps(ledger))
+    assert list(project_table.timed_cells(previous_cells(tmp_path, "offline"))) == ["a/er"]
+    assert previous_cells(tmp_path, "absent") == {}
