@@ -74,15 +74,23 @@ def _per_task_p(ours, theirs) -> str:
     return " / ".join(f"{permutation_p(b[:, j], a[:, j]):.3f}" for j in range(a.shape[1]))
 
 
-def _welch(b, a) -> tuple[str, str]:
-    """Welch's t and p of `b` against `a`, formatted. Two samples without spread have no t: equal constants (e.g.
-    P-VCL's 33.33 on every Iris seed, in both codes) are 'same on every seed', different ones 'differ on every seed'."""
+def welch(b, a) -> tuple[float, float] | None:
+    "Welch's t and p of `b` against `a`, or None where two samples without spread leave them undefined."
     if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return ("–", "same on every seed") if np.isclose(a[0], b[0]) else ("–", "differ on every seed")
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         t, p = stats.ttest_ind(b, a, equal_var=False)
-    return f"{t:.2f}", f"{p:.3f}"
+    return float(t), float(p)
+
+
+def _welch_cells(b, a) -> tuple[str, str]:
+    """Welch's t and p formatted. Two samples without spread have no t: equal constants (e.g. P-VCL's 33.33 on every
+    Iris seed, in both codes) are 'same on every seed', different ones 'differ on every seed'."""
+    test = welch(b, a)
+    if test is None:
+        return ("–", "same on every seed") if np.isclose(a[0], b[0]) else ("–", "differ on every seed")
+    return f"{test[0]:.2f}", f"{test[1]:.3f}"
 
 
 def holm(pvalues: dict) -> dict:
@@ -104,15 +112,6 @@ def primary_run(runs: list[dict]) -> dict | None:
     return max(default, key=lambda r: (version(r), len(r["final_average_accuracy"])), default=None)
 
 
-def _welch_p(b, a) -> float | None:
-    "Welch's p of `b` against `a`, or None where two samples without spread leave it undefined."
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_ind(b, a, equal_var=False).pvalue)
-
-
 def family(authors: list[dict], ours: list[dict]) -> dict:
     "Holm-adjusted p of each method's primary comparison, over the methods where Welch's p is defined."
     pvalues = {}
@@ -120,9 +119,9 @@ def family(authors: list[dict], ours: list[dict]) -> dict:
         theirs = [r["final_average_accuracy"] for r in authors if TRAINER_METHODS.get(r["trainer"]) == method]
         run = primary_run([r for r in ours if r["method"] == method])
         if theirs and run is not None:
-            p = _welch_p(np.array(run["final_average_accuracy"]), np.array(theirs))
-            if p is not None:
-                pvalues[method] = p
+            test = welch(np.array(run["final_average_accuracy"]), np.array(theirs))
+            if test is not None:
+                pvalues[method] = test[1]
     return holm(pvalues)
 
 
@@ -144,7 +143,7 @@ def table(authors: list[dict], ours: list[dict]) -> str:
         primary = primary_run(runs)
         for run in runs:
             b = np.array(run["final_average_accuracy"])
-            t, p = _welch(b, a)
+            t, p = _welch_cells(b, a)
             label = f"bcl, JAX {run['jax']}" + (", one key for every task" if run.get("reuse_task_key") else "")
             holm_p = f"{adjusted[method]:.3f}" if run is primary and method in adjusted else "–"
             rows.append(f"| {method.upper()} | {label} | {len(b)} | {_summary(b)} | {t} | {p} | {holm_p} "
