@@ -21,7 +21,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'code_version', 'canonical_json', 'content_hash', 'git_state', 'cpu_info',
-           'provenance']
+           'usable_cores', 'provenance']
 
 # %% ../nbs/00b_provenance.ipynb #fe760982
 OUTSIDE_COMPUTATION = ("_modidx.py", "ledger.py", "cli.py", "batch.py", "devices.py")  # never imported by a computation; left out of code_version
@@ -113,7 +113,9 @@ def git_state(root: str | os.PathLike | None = None) -> dict:
 
 # %% ../nbs/00b_provenance.ipynb #ffc33b18
 def cpu_info(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> dict:
-    "`{\"model\", \"flags_sha256\" (16 hex digits of the sorted flags), \"n_flags\", \"cores\"}` of this machine's CPU."
+    """`{"model", "flags_sha256" (16 hex digits of the sorted flags), "n_flags", "cores", "machine_cores"}` of this
+    machine's CPU. `cores` is what this process may run on (its affinity: `taskset -c 0` gives 1 on a 2-core machine),
+    the count a timing depends on; `machine_cores` is the machine's."""
     model, flags = None, None
     try:
         for line in Path(cpuinfo).read_text(errors="replace").splitlines():
@@ -131,7 +133,15 @@ def cpu_info(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> dict:
     return {"model": model,
             "flags_sha256": hashlib.sha256(" ".join(flags).encode()).hexdigest()[:16] if flags is not None else None,
             "n_flags": len(flags) if flags is not None else None,
-            "cores": os.cpu_count()}
+            "cores": usable_cores(), "machine_cores": os.cpu_count()}
+
+
+def usable_cores() -> int | None:
+    "The number of cores this process may run on: its CPU affinity where the OS has one, else the machine's count."
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 # %% ../nbs/00b_provenance.ipynb #de691e98
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "blackjax", "numpy", "tensorflow-datasets", "papermill", "dask",

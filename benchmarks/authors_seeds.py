@@ -12,7 +12,9 @@ The authors' trainer blocks of `experiments/<experiment>.toml` each carry `hpara
 experiment. Instead, each seed is a new experiment `<experiment>__seed<S>`: a copy of the file with the chosen
 trainer blocks and both seeds set to S. Each experiment runs through the authors' three commands in their clone:
 `python -m bcl.dataprep <sequence>` (once), `python -m bcl.train <exp>` and `python -m bcl.evaluate <exp>`.
-The clone's `./coreset.zarr` is shared by every command, so experiments run one after another.
+The clone's `./coreset.zarr` is shared by every command, so experiments run one after another in one clone; a
+second clone can run at the same time on the same --out, with the seeds in another order (e.g. `--seeds 9 8 7`):
+each run reads --out again before every seed and skips what the other has recorded.
 
 The evaluation writes `results/<exp>/accuracy.dat` (msgpack: trainer id -> the T×T test accuracy matrix). The final
 average accuracy is the mean of its last row, in %. One JSON line per (trainer, seed) goes to --out. The run
@@ -168,9 +170,9 @@ def main(argv=None) -> int:
     sequence = spec["task_sequence"]["name"]
     if not (repo / "data" / "prepped" / sequence / "metadata.toml").is_file():
         _run(repo, "bcl.dataprep", sequence)
-    done = _done(args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
+        done = _done(args.out)  # read before every seed: runs in two clones can share --out and split the seeds
         todo = [t for t in args.trainers if (args.experiment, t, seed) not in done]
         if not todo:
             continue

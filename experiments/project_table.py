@@ -77,14 +77,24 @@ def _backend(numbers: dict) -> str | None:
     return (numbers.get("provenance") or {}).get("backend")
 
 
-def sources(plans: dict, measured: dict, backend: str) -> tuple[dict, dict, dict]:
+def _on_target(numbers: dict, backend: str, cores: int | None) -> bool:
+    """Whether a finished cell measured what a projection on `backend` (with `cores` CPU cores) asks: the same backend,
+    and on the CPU the same number of usable cores (a cell pinned to one core of two runs up to twice as long)."""
+    if _backend(numbers) != backend:
+        return False
+    recorded = ((numbers.get("provenance") or {}).get("cpu") or {}).get("cores")
+    return backend != "cpu" or cores is None or recorded in (None, cores)
+
+
+def sources(plans: dict, measured: dict, backend: str, cores: int | None = None) -> tuple[dict, dict, dict]:
     """(network, method, noise) → the source a projection uses (rule 2 before 3 before 4), and the finished cells and
     benchmark lines on `backend` (rules 2 and 3, whose ratio is the overhead); rule 4 is a finished cell, else a
-    benchmark line, on another backend."""
+    benchmark line, on another backend or, on the CPU, measured with another number of cores than `cores`."""
     finished, elsewhere = {}, {}
     for (_, method), p in plans.items():
         if p["numbers"]:
-            (finished if _backend(p["numbers"]) == backend else elsewhere)[p["network"], method, p["noise"]] = p["numbers"]
+            target = finished if _on_target(p["numbers"], backend, cores) else elsewhere
+            target[p["network"], method, p["noise"]] = p["numbers"]
     on_target = {k: line for k, line in measured.items() if line.get("backend") == backend}
     for k, line in measured.items():
         if k not in on_target:
@@ -134,7 +144,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
                                          "steps": optimiser_steps(algorithm, sequence),
                                          "noise": params["component_noise"] if "-gm-" in method else None,
                                          "numbers": numbers}
-    chosen, finished, on_target = sources(plans, measured, backend)
+    chosen, finished, on_target = sources(plans, measured, backend, os.cpu_count() if backend == "cpu" else None)
     overhead = {}
     for (network, method, noise), numbers in finished.items():
         line = on_target.get((network, method, noise))

@@ -45,3 +45,16 @@ def test_the_committed_ledger_feeds_only_timed_finished_cells(tmp_path):
     (tmp_path / "faa_offline.json").write_text(json.dumps(ledger))
     assert list(project_table.timed_cells(previous_cells(tmp_path, "offline"))) == ["a/er"]
     assert previous_cells(tmp_path, "absent") == {}
+
+
+def test_a_cpu_cell_pinned_to_fewer_cores_is_not_a_measurement_on_the_target():
+    key = ("cnn_mnist", "si", None)
+    pinned = _cell("ci-mnist-cnn", "si", "cpu", run_s=2.9)
+    pinned["provenance"]["cpu"] = {"model": "AMD EPYC", "cores": 1, "machine_cores": 2}
+    plans = {("ci-mnist-cnn", "si"): {"network": "cnn_mnist", "noise": None, "numbers": pinned}}
+    cpu_line = {"backend": "cpu", "s_per_step": 1.5, "source_file": "cpu.jsonl"}
+    chosen, finished, _ = project_table.sources(plans, {key: cpu_line}, "cpu", cores=2)
+    assert finished == {} and chosen[key] is cpu_line  # the 2-core benchmark line, not the 1-core cell
+    chosen, finished, _ = project_table.sources(plans, {key: cpu_line}, "cpu", cores=1)
+    assert chosen[key] is pinned  # on one core it is the measurement
+    assert project_table.sources(plans, {}, "cpu", cores=2)[0][key] is pinned  # nothing else: rule 4, by its device
