@@ -42,6 +42,18 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
+def unique_runs(records: list[dict]) -> list[dict]:
+    """The first record of each (experiment, trainer or grid, seed): two clones splitting the seeds of one trainer can
+    both run a seed that neither had recorded when it started."""
+    seen, unique = set(), []
+    for r in records:
+        key = (r["experiment"], tuple(r.get("candidates", [r["trainer"]])), r["seed"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return unique
+
+
 def _summary(values) -> str:
     values = np.asarray(values, float)
     return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
@@ -157,7 +169,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "tables" / "authors_seeds.md")
     args = parser.parse_args()
     results = ROOT / "benchmarks" / "results"
-    authors, ours = _lines(results / "authors_seeds.jsonl"), _lines(results / "bcl_seeds.jsonl")
+    authors, ours = unique_runs(_lines(results / "authors_seeds.jsonl")), _lines(results / "bcl_seeds.jsonl")
     if not authors:
         print("authors_compare.py: no benchmarks/results/authors_seeds.jsonl yet (run benchmarks/authors_seeds.py).")
         return 0

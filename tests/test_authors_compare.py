@@ -62,3 +62,11 @@ def test_per_task_permutation_p_holds_when_one_code_is_constant():
     assert authors_compare.permutation_p(np.ones(5), np.ones(7)) == 1.0
     # a real shift is still found: 0/20 against 20/20 has exact p 2 / C(40, 20) ~ 1e-11, floored at 1/10,001
     assert authors_compare.permutation_p(np.zeros(20), np.ones(20)) < 0.001
+
+
+def test_a_seed_run_twice_counts_once():
+    record = {"experiment": "svi_disinusoid_fcnn", "trainer": "likelihood_exact_gmsfsvi", "seed": 6}
+    grid = {"experiment": "svi_cisplit2diris_fcnn", "trainer": "si3", "seed": 6, "candidates": ["si1", "si2", "si3"]}
+    runs = authors_compare.unique_runs([record, dict(record), record | {"seed": 7}, grid, grid | {"trainer": "si1"}])
+    assert [(r["trainer"], r["seed"]) for r in runs] == [("likelihood_exact_gmsfsvi", 6), ("likelihood_exact_gmsfsvi", 7),
+                                                          ("si3", 6)]
