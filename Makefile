@@ -56,13 +56,13 @@ sync-check: $(STAMP)
 	  git status --short nbs bcl experiments/templates; exit 1; fi; \
 	echo "notebooks clean, bcl/ and experiments/templates/ in sync with nbs/"
 
-## Every notebook (slow and gpu cells skipped) and tests/ under pytest.
+## Every notebook (slow and gpu cells skipped) and tests/ under pytest; the 15 slowest are listed last.
 test: env sync-check
-	$(BIN)/python -m pytest tests -q -rs
+	$(BIN)/python -m pytest tests -q -rs --durations=15
 
 ## The same with slow cells included.
 test-all: env
-	BCL_TEST_FLAGS=slow $(BIN)/python -m pytest tests -q -rs
+	BCL_TEST_FLAGS=slow $(BIN)/python -m pytest tests -q -rs --durations=15
 
 ## The main job: the paper's visualisation figure and tables for CI Split 2D Iris with the paper's settings
 ## (papermill, nbs/20_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains), then DI Sinusoid with a

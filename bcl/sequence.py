@@ -25,8 +25,9 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
                        TaskInfo)
 
 # %% auto #0
-__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'SPLITS', 'METRICS', 'SUMMARIES', 'hyper_grid',
-           'hyper_configs', 'check_sequence', 'fast_compile_options', 'SequenceResult', 'train_sequence',
+__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
+           'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'fast_compile_options', 'free_memory',
+           'program_bytes', 'fitting_chunk', 'predict_in_chunks', 'SequenceResult', 'train_sequence',
            'select_by_validation', 'result_table', 'save_table']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
@@ -100,7 +101,8 @@ class _Programs:
         self.cache: dict = {}
         self.max_size = max_size
 
-    def __call__(self, name, make: Callable, *args, compiler_options: dict | None = None):
+    def compile(self, name, make: Callable, *args, compiler_options: dict | None = None):
+        "The executable of `make()` for `args` (from the cache, or compiled now) and the seconds spent compiling."
         leaves, treedef = jax.tree.flatten(args)
         options = dict(compiler_options or {})
         signature = (name, treedef, tuple((np.shape(x), str(jnp.result_type(x)) if not jax.dtypes.issubdtype(
@@ -113,8 +115,12 @@ class _Programs:
             if len(self.cache) >= self.max_size:
                 self.cache.pop(next(iter(self.cache)))
             self.cache[signature] = compiled
+        return self.cache[signature], compile_s
+
+    def __call__(self, name, make: Callable, *args, compiler_options: dict | None = None):
+        executable, compile_s = self.compile(name, make, *args, compiler_options=compiler_options)
         start = time.perf_counter()
-        out = jax.block_until_ready(self.cache[signature](*args))
+        out = jax.block_until_ready(executable(*args))
         return out, compile_s, time.perf_counter() - start
 
 PROGRAMS = _Programs()
@@ -131,6 +137,74 @@ def fast_compile_options(n_parameters: int, fast_compile: bool | None = None, dr
         fast_compile = (jax.default_backend() == "cpu" and n_parameters <= FAST_COMPILE_MAX_PARAMETERS
                         and n_parameters * draws_per_step <= FAST_COMPILE_MAX_WORK)
     return {"xla_backend_optimization_level": 0} if fast_compile else {}
+
+# %% ../nbs/07b_sequence.ipynb #c4d9e8f2
+EVAL_MEMORY_FRACTION = 0.4  # of the free memory, for one evaluation program
+
+def free_memory(device=None) -> int:
+    """Bytes free for a new program on `device` (default: JAX's first device): an accelerator's memory limit less the
+    bytes in use; on CPU, the host's available memory."""
+    device = device or jax.devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    import psutil
+    return int(psutil.virtual_memory().available)
+
+def program_bytes(executable) -> int | None:
+    "Bytes a compiled program holds while it runs (arguments, outputs and temporaries), or None where XLA cannot say."
+    stats = executable.memory_analysis()
+    if stats is None:
+        return None
+    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+               - stats.alias_size_in_bytes)
+
+def _predict_program(method: Method):
+    return ("predict", method.predict), lambda: jax.vmap(method.predict, in_axes=(0, 0, None))
+
+def fitting_chunk(method: Method, predict_keys, params, xs, chunk: int = 4096, memory_budget: int | None = None,
+                  compiler_options: dict | None = None, timings: dict | None = None) -> int:
+    """The number of points per prediction program: at most `chunk` and len(`xs`), shrunk to a power of two until the
+    compiled program of `method.predict` (vmapped over the seeds of `predict_keys` and `params`) needs at most
+    `memory_budget` bytes (default: `EVAL_MEMORY_FRACTION` of `free_memory()`)."""
+    if memory_budget is None:
+        memory_budget = int(EVAL_MEMORY_FRACTION * free_memory())
+    name, make = _predict_program(method)
+    size = max(1, min(int(chunk), len(xs)))
+    while True:
+        executable, compile_s = PROGRAMS.compile(name, make, predict_keys, params, np.asarray(xs[:size], np.float32),
+                                                 compiler_options=compiler_options)
+        if timings is not None:
+            timings["compile_s"] = timings.get("compile_s", 0.0) + compile_s
+        need = program_bytes(executable)
+        if need is None or need <= memory_budget:
+            return size
+        if size == 1:
+            raise MemoryError(
+                f"Predicting one point with {method.name!r} for {len(predict_keys)} seeds needs {need / 2**30:.2f} GiB, "
+                f"more than the {memory_budget / 2**30:.2f} GiB budget ({EVAL_MEMORY_FRACTION:.0%} of the free "
+                "memory): run fewer seeds at once, fewer predictive draws (predict_sample_size), or free memory.")
+        fits = memory_budget * size // need  # points the budget allows at this cost per point
+        size = min(size // 2, 1 << max(0, int(fits).bit_length() - 1))
+
+def predict_in_chunks(method: Method, predict_keys, params, xs, chunk: int = 4096, memory_budget: int | None = None,
+                      compiler_options: dict | None = None, timings: dict | None = None) -> np.ndarray:
+    """Predictive probabilities (S, n, C) of one grid point's `params` (leaves (S, ...), one per seed, with
+    `predict_keys` (S,)) on the n points `xs`, in equal chunks that fit in memory (`fitting_chunk`); `timings`
+    (compile_s, run_s) are added to."""
+    xs = np.asarray(xs, np.float32)
+    size = fitting_chunk(method, predict_keys, params, xs, chunk, memory_budget, compiler_options, timings)
+    padded = np.concatenate([xs, np.zeros((-len(xs) % size, *xs.shape[1:]), np.float32)])
+    name, make = _predict_program(method)
+    blocks = []
+    for start in range(0, len(padded), size):
+        p, c, r = PROGRAMS(name, make, predict_keys, params, padded[start:start + size],
+                           compiler_options=compiler_options)
+        if timings is not None:
+            timings["compile_s"] = timings.get("compile_s", 0.0) + c
+            timings["run_s"] = timings.get("run_s", 0.0) + r
+        blocks.append(np.asarray(p))
+    return np.concatenate(blocks, axis=1)[:, :len(xs)]
 
 # %% ../nbs/07b_sequence.ipynb #1f9f6536
 class SequenceResult(NamedTuple):
@@ -151,27 +225,14 @@ METRICS = ("accuracy", "nll", "ece")
 def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict,
               compiler_options: dict | None = None) -> dict[str, np.ndarray]:
     "Metrics (G, S, T) of `state` on every task of both evaluation splits."
-    def make():  # seeds as a vmap axis; grid configurations one call each, so one program serves every grid size
-        return jax.vmap(method.predict, in_axes=(0, 0, None))
-
+    # seeds as a vmap axis; grid configurations one call each, so one program serves every grid size
     per_split = {name: [getattr(task, name) for task in sequence.tasks] for name in SPLITS}
     xs = np.concatenate([np.asarray(s.xs, np.float32) for name in SPLITS for s in per_split[name]])
-    size = min(chunk, len(xs))
-    padded = np.concatenate([xs, np.zeros((-len(xs) % size, *xs.shape[1:]), np.float32)])
     host_params = jax.tree.map(np.asarray, state.params)
     G = jax.tree.leaves(host_params)[0].shape[0]
-    probs = []
-    for g in range(G):
-        params = jax.tree.map(lambda leaf: leaf[g], host_params)
-        blocks = []
-        for start in range(0, len(padded), size):
-            p, c, r = PROGRAMS(("predict", method.predict), make, predict_keys, params, padded[start:start + size],
-                               compiler_options=compiler_options)
-            timings["compile_s"] += c
-            timings["run_s"] += r
-            blocks.append(np.asarray(p))
-        probs.append(np.concatenate(blocks, axis=1)[:, :len(xs)])
-    probs = np.stack(probs)
+    probs = np.stack([predict_in_chunks(method, predict_keys, jax.tree.map(lambda leaf: leaf[g], host_params), xs,
+                                        chunk, compiler_options=compiler_options, timings=timings)
+                      for g in range(G)])
     G, S = probs.shape[:2]
     out, offset = {}, 0
     for split_name in SPLITS:

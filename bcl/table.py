@@ -162,6 +162,7 @@ def _ece100_after_task(method, sequence, predict_keys, store: dict):
     "An `after_task` hook: the 100-bin test ECE of every (grid point, seed) on every task seen so far."
     import jax
     from bcl.metrics import expected_calibration_error
+    from bcl.sequence import predict_in_chunks
     def hook(t, result):
         params = jax.tree.map(np.asarray, result.state.params)
         G, S = jax.tree.leaves(params)[0].shape[:2]
@@ -169,8 +170,7 @@ def _ece100_after_task(method, sequence, predict_keys, store: dict):
         for j, task in enumerate(sequence.tasks):
             xs, ys = np.asarray(task.test.xs, np.float32), np.asarray(task.test.ys)
             for g in range(G):
-                probs = jax.vmap(method.predict, in_axes=(0, 0, None))(
-                    predict_keys, jax.tree.map(lambda leaf: leaf[g], params), xs)
+                probs = predict_in_chunks(method, predict_keys, jax.tree.map(lambda leaf: leaf[g], params), xs)
                 for s in range(S):
                     row[g, s, j] = expected_calibration_error(np.asarray(probs[s]), ys, n_bins=100)
         store.setdefault("rows", []).append(row)
