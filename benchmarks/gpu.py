@@ -24,7 +24,7 @@ cnn_mnist_pretrain (pre-training on EMNIST Letters, 26 classes, batch 64, one se
 Usage:
   python benchmarks/gpu.py [--models fcnn256 cnn6 ...] [--methods joint ewc P-G-VCL ...] [--seeds 5] [--steps 20]
                            [--n 256] [--repeats 3] [--quick] [--cpu-reference FILE.jsonl] [--out FILE.jsonl]
-                           [--component-noise independent|collapsed]
+                           [--component-noise independent|collapsed] [--jobs 4] [--budget-s 300]
   python benchmarks/gpu.py --project MEASURED.jsonl     # projected GPU-hours per Table faa cell and in total
 
 `--quick`: a smoke run (one epoch over 2 batches of the largest batch size, one timed repeat).
@@ -34,6 +34,8 @@ each new line gains "cpu_s_per_step" and "speedup" (per configuration × seed wh
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -41,7 +43,9 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,8 +153,10 @@ def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str,
 
 
 def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int, repeats: int,
-            conv_impl: str, component_noise: str = "independent") -> dict:
-    "One (model, method): compile, warm up, time; the JSON record."
+            conv_impl: str, component_noise: str = "independent", timing_lock: str | None = None) -> dict:
+    """One (model, method): compile, warm up, time; the JSON record. With `timing_lock` (a file path) the warm-up and
+    the timed runs hold an exclusive lock on that file, so that measurements running side by side compile at once
+    but time one at a time."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -195,12 +201,13 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
         temp_bytes = int(analysis.temp_size_in_bytes) if analysis is not None else None
     except Exception:
         temp_bytes = None
-    best = best_seconds(lambda: compiled(*args), repeats)
     n_steps = epochs * per_epoch
     network_parameters = tree_size(method.model.init(jax.random.key(0))) if hasattr(method, "model") else None
     normals = (normal_draws_per_step(method_name, network_parameters, method.training.draws_per_step, G * seeds,
                                      component_noise) if network_parameters else 0)
-    normals_s = time_normals(normals, repeats)
+    with exclusive(timing_lock):
+        best = best_seconds(lambda: compiled(*args), repeats)
+        normals_s = time_normals(normals, repeats)
     device = jax.devices()[0]
     try:
         stats = device.memory_stats() or {}
@@ -219,6 +226,20 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
             "conv_impl": conv_impl if network.startswith("cnn") else None,
             "component_noise": component_noise if "-GM-" in method_name.upper() else None,
             "compiler_options": options, "repeats": repeats, "provenance": _provenance()}
+
+
+@contextlib.contextmanager
+def exclusive(path: str | None):
+    "Hold an exclusive `flock` on the file `path` for the body (nothing when `path` is None)."
+    if path is None:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def normal_draws_per_step(method_name: str, network_parameters: int, draws: int, copies: int,
@@ -286,30 +307,53 @@ def run_all(args) -> None:
         reference = {(r["model"], r["method"]): r for r in _read_jsonl(args.cpu_reference)
                      if r.get("benchmark") == "gpu_step" and r.get("backend") == "cpu"}
     out = open(args.out, "a") if args.out else None
-    for model, method in _combinations(args.models, args.methods):
-        if args.in_process:
-            line = measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
-                           conv_impl=args.conv_impl, component_noise=args.component_noise)
-        else:
-            command = [sys.executable, __file__, "--one", model, method, "--seeds", str(args.seeds), "--steps",
-                       str(args.steps), "--n", str(args.n), "--repeats", str(args.repeats), "--conv-impl",
-                       args.conv_impl, "--component-noise", args.component_noise]
-            start = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, text=True)
-            lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
-            if done.returncode != 0 or not lines:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                line = {"benchmark": "gpu_step", "model": model, "method": method, "error": " | ".join(tail),
-                        "returncode": done.returncode}
-            else:
-                line = json.loads(lines[-1])
-            line["process_wall_s"] = round(time.perf_counter() - start, 2)
-        line = _with_reference(line, reference)
-        text = json.dumps(line)
+
+    def emit(line: dict) -> None:
+        text = json.dumps(_with_reference(line, reference))
         print(text, flush=True)
         if out:
             out.write(text + "\n")
             out.flush()
+
+    combinations = list(_combinations(args.models, args.methods))
+    if args.in_process:
+        for model, method in combinations:
+            emit(measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
+                         conv_impl=args.conv_impl, component_noise=args.component_noise))
+        return
+    lock = Path(tempfile.mkdtemp(prefix="bcl-gpu-")) / "timing.lock"
+    env = os.environ | ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if args.jobs > 1 else {})
+
+    deadline = time.monotonic() + args.budget_s if args.budget_s else math.inf
+
+    def one(model: str, method: str) -> dict:  # a fresh process: its peak memory is its own
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return {"benchmark": "gpu_step", "model": model, "method": method, "error": "not started: --budget-s spent"}
+        command = [sys.executable, __file__, "--one", model, method, "--seeds", str(args.seeds), "--steps",
+                   str(args.steps), "--n", str(args.n), "--repeats", str(args.repeats), "--conv-impl",
+                   args.conv_impl, "--component-noise", args.component_noise, "--timing-lock", str(lock)]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=env,
+                                  timeout=None if math.isinf(left) else left)
+        except subprocess.TimeoutExpired:
+            return {"benchmark": "gpu_step", "model": model, "method": method, "error": "stopped: --budget-s spent",
+                    "process_wall_s": round(time.perf_counter() - start, 2)}
+        lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+        if done.returncode != 0 or not lines:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            line = {"benchmark": "gpu_step", "model": model, "method": method, "error": " | ".join(tail),
+                    "returncode": done.returncode}
+        else:
+            line = json.loads(lines[-1])
+        return line | {"process_wall_s": round(time.perf_counter() - start, 2), "jobs": args.jobs}
+
+    # Several processes compile side by side (compilation runs on the host's cores); the timing lock lets one time at
+    # a time, so a step's time is the device's alone.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for future in as_completed([pool.submit(one, *pair) for pair in combinations]):
+            emit(future.result())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -400,12 +444,19 @@ def main() -> None:
     parser.add_argument("--component-noise", choices=["independent", "collapsed"], default="independent",
                         help="the GM methods' sampler (bcl.mixture): the authors' independent draws, or the collapsed "
                              "one-normal draw of the same law that the offline profile uses")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="measurements compiling side by side (each in its own process; they time one at a time, "
+                             "and their GPU memory is allocated as needed rather than preallocated)")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="wall seconds for all measurements: none starts after, a running one is stopped at it")
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
+    parser.add_argument("--timing-lock", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for flag, value in (("--project", args.project), ("--cpu-reference", args.cpu_reference)):
         if value and not Path(value).is_file():
             parser.error(f"{flag}: no such file: {value} (benchmarks/gpu.py --out FILE writes one)")
-    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps), ("--n", args.n), ("--repeats", args.repeats)):
+    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps), ("--n", args.n), ("--repeats", args.repeats),
+                        ("--jobs", args.jobs)):
         if value < 1:
             parser.error(f"{flag} must be a positive integer, got {value}")
     if args.project:
@@ -417,7 +468,8 @@ def main() -> None:
     if args.one:
         model, method = args.one
         print(json.dumps(measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
-                                 conv_impl=args.conv_impl, component_noise=args.component_noise)), flush=True)
+                                 conv_impl=args.conv_impl, component_noise=args.component_noise,
+                                 timing_lock=args.timing_lock)), flush=True)
         return
     run_all(args)
 

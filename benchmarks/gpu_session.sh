@@ -9,9 +9,10 @@
 # Phases (each bounded by its own timeout so that one call of the device tool stays under its 10 minutes):
 #   install      scripts/install_offline.sh install .whl (the machine's CUDA JAX is kept)        -> OUT/install.log
 #   steps        benchmarks/gpu.py: every method (or BCL_GPU_METHODS) on the FCNN, the MNIST CNN and the 6-layer CNN (or
-#                BCL_GPU_MODELS), 5 seeds, beside the CPU figures of cpu_quick_collapsed.jsonl        -> OUT/gpu_steps.jsonl
+#                BCL_GPU_MODELS), 5 seeds, beside the CPU figures of cpu_quick_collapsed.jsonl; BCL_GPU_JOBS (4)
+#                measurements compile side by side and time one at a time                    -> OUT/gpu_steps.jsonl
 #   cells        bcl-table faa --profile offline on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell
-#                -> OUT/cells.jsonl, their numbers.json -> OUT/cells.tar.gz
+#                -> OUT/cells.jsonl, their numbers.json and executed notebooks -> OUT/cells.tar.gz
 #   smoke        bcl-table faa --profile smoke --subset representative (mock data, one cell per column and per
 #                method) on the GPU                                                              -> OUT/smoke.jsonl
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
@@ -21,8 +22,15 @@
 #                to /usr/share/datasets/fashion-mnist, where bcl looks for them. Together with the wheels they exceed
 #                what one call may carry (64 MiB), so carry them in a second call that follows the install within the
 #                machine's idle time:  gpu_session.sh OUT data tests   with carry [data/offline/fashion-mnist]
+#
+# BCL_GPU_DEADLINE_S (seconds after the start, default 560) clips every phase's timeout so that the whole script ends
+# inside one call of the device tool with time left to pack what comes back.
 set -uo pipefail
 OUT=${1:?usage: benchmarks/gpu_session.sh OUT PHASE...}; shift
+DEADLINE=${BCL_GPU_DEADLINE_S:-560}
+within() {  # within SECONDS: the phase's own timeout, clipped to what is left before the deadline less 20 s to pack
+  local left=$((DEADLINE - SECONDS - 20)); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"
+}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 TQDM_DISABLE=1
 CELLS=${BCL_GPU_CELLS:-"ci-mnist-fcnn/p-g-vcl ci-mnist-fcnn/l-g-vcl di-mnist-fcnn/l-gm-sfsvi ci-mnist-cnn/er ci-mnist-cnn/l-g-sfsvi"}
@@ -58,24 +66,25 @@ for phase in "$@"; do
 print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', pandas.__version__, 'numpy', numpy.__version__)" ||
         exit 1 ;;
     steps)
-      timeout "${BCL_GPU_STEPS_S:-300}" "$PY" benchmarks/gpu.py --models ${BCL_GPU_MODELS:-fcnn256 cnn_mnist cnn6} \
-        ${BCL_GPU_METHODS:+--methods $BCL_GPU_METHODS} --seeds 5 --steps 20 \
+      budget=$(within "${BCL_GPU_STEPS_S:-300}")
+      timeout $((budget + 15)) "$PY" benchmarks/gpu.py --models ${BCL_GPU_MODELS:-fcnn256 cnn_mnist cnn6} \
+        ${BCL_GPU_METHODS:+--methods $BCL_GPU_METHODS} --seeds 5 --steps 20 --jobs "${BCL_GPU_JOBS:-4}" --budget-s "$budget" \
         --repeats 2 --component-noise collapsed --cpu-reference benchmarks/results/cpu_quick_collapsed.jsonl \
         --out "$OUT/gpu_steps.jsonl" >/dev/null 2>"$OUT/gpu_steps.err"
       echo "steps: exit $?, $(wc -l <"$OUT/gpu_steps.jsonl" 2>/dev/null || echo 0) lines" ;;
     cells)
       # shellcheck disable=SC2086
-      timeout "${BCL_GPU_CELLS_S:-270}" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
+      timeout "$(within "${BCL_GPU_CELLS_S:-270}")" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
         --workers "${BCL_GPU_WORKERS:-1}" --cells $CELLS 2>&1 | grep -v "WARNING\|warn" | tail -8
       cell_lines /tmp/gpu-table/offline >"$OUT/cells.jsonl"; echo "cells: $(wc -l <"$OUT/cells.jsonl") done"
-      (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" offline/*/*/numbers.json) ;;
+      (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" offline/*/*/numbers.json offline/*/*/*.ipynb) ;;
     smoke)
-      timeout "${BCL_GPU_SMOKE_S:-300}" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
+      timeout "$(within "${BCL_GPU_SMOKE_S:-300}")" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
         --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4
       cell_lines /tmp/gpu-smoke/smoke >"$OUT/smoke.jsonl"; echo "smoke: $(wc -l <"$OUT/smoke.jsonl") cells done" ;;
     notebooks)
       # the notebooks named in BCL_GPU_NOTEBOOKS (pytest -k expression) under tests/test_notebooks.py
-      timeout "${BCL_GPU_NOTEBOOKS_S:-120}" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
+      timeout "$(within "${BCL_GPU_NOTEBOOKS_S:-120}")" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
         -k "${BCL_GPU_NOTEBOOKS:-gaussian}" >"$OUT/notebooks.log" 2>&1
       echo "notebooks: exit $?"; tail -3 "$OUT/notebooks.log" ;;
     determinism)
@@ -107,7 +116,7 @@ PY
       elif [ -d "$src" ]; then mkdir -p "$(dirname "$dst")" && ln -s "$src" "$dst" && echo "data: $dst -> $src"
       else echo "data: neither $dst nor $src (carry data/offline/fashion-mnist)"; fi ;;
     tests)
-      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "${BCL_GPU_TESTS_S:-480}" "$PY" -m pytest tests -q -rs -n 8 \
+      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(within "${BCL_GPU_TESTS_S:-480}")" "$PY" -m pytest tests -q -rs -n 8 \
         -p no:cacheprovider >"$OUT/tests.log" 2>&1
       echo "tests: exit $?"; tail -15 "$OUT/tests.log" ;;
     *) echo "unknown phase $phase"; exit 2 ;;
