@@ -25,7 +25,7 @@ Usage:
   python benchmarks/gpu.py [--models fcnn256 cnn6 ...] [--methods joint ewc P-G-VCL ...] [--seeds 5] [--steps 20]
                            [--n 256] [--repeats 3] [--quick] [--cpu-reference FILE.jsonl] [--out FILE.jsonl]
                            [--component-noise independent|collapsed] [--jobs 4] [--budget-s 300]
-  python benchmarks/gpu.py --project MEASURED.jsonl     # projected GPU-hours per Table faa cell and in total
+  python benchmarks/gpu.py --project MEASURED.jsonl [MORE.jsonl ...]  # projected GPU-hours per Table faa cell, total
 
 `--quick`: a smoke run (one epoch over 2 batches of the largest batch size, one timed repeat).
 `--cpu-reference FILE`: earlier lines (e.g. benchmarks/results/gpu_cpu_quick.jsonl) matched by (model, method);
@@ -92,6 +92,9 @@ PROJECTION = {
     # The measured step already holds the 5 vmapped seeds and the EWC (×5) / SI (×15) grids, so nothing multiplies
     # them again. Joint trains at task t on tasks 1..t: (T + 1) / 2 times the steps of one pass over the data.
     # Evaluation after each task, end-of-task work (Fisher, coresets) and compilation are left out.
+    # A (model, method) with no measurement is bounded above by the same method on a larger network measured on the
+    # same run (its steps counted at that network's batch size, never larger than the bounded one's): marked "bound".
+    "upper_bounds": {"linear64": "linear512", "linear512": "cnn_mnist", "fcnn256": "cnn_mnist"},
 }
 
 MODELS = {  # name: (network, input shape, outputs, batch size, bcl.svi preset, inducing bounds, kind)
@@ -371,20 +374,25 @@ PROJECTION_SEEDS = 5  # the seeds of a Table faa cell
 
 def project(measured: list[dict], methods=METHODS) -> list[dict]:
     "GPU-seconds per Table faa cell (every method, 5 seeds, the EWC/SI grids) and per pre-training, from s/step lines."
-    table = {(r["model"], r["method"]): r for r in measured if r.get("s_per_step")}
+    table = {(r["model"], r["method"]): r for r in measured if r.get("s_per_step")}  # a later line replaces an earlier
     epochs = PROJECTION["epochs"]
     rows = []
     for column, (data, model, pretraining) in PROJECTION["columns"].items():
         cell = {"column": column, "model": model, "data": data, "methods": {}, "missing": []}
         for method in methods:
-            r = table.get((model, method))
+            r, source = table.get((model, method)), "measured"
+            bound = model
+            while r is None and bound in PROJECTION["upper_bounds"]:
+                bound = PROJECTION["upper_bounds"][bound]
+                r, source = table.get((bound, method)), f"bound: {bound}"
             if r is None:
                 cell["missing"].append(method)
                 continue
             steps = steps_per_run(method, r["batch_size"], data, epochs)
             runs = max(1.0, PROJECTION_SEEDS / r["seeds"])  # measured with fewer seeds (memory): they run in turn
             cell["methods"][method] = {"steps": steps, "seconds": steps * r["s_per_step"] * runs, "seeds": r["seeds"],
-                                       "configs": r.get("configs", 1), "sequential_runs": runs}
+                                       "configs": r.get("configs", 1), "sequential_runs": runs, "source": source,
+                                       "device_kind": r.get("device_kind")}
         cell["seconds"] = sum(m["seconds"] for m in cell["methods"].values())
         rows.append(cell)
     for data, model in PROJECTION["pretraining"].items():
@@ -402,8 +410,12 @@ def project(measured: list[dict], methods=METHODS) -> list[dict]:
     return rows
 
 
-def print_projection(path) -> None:
-    measured = [r for r in _read_jsonl(path) if r.get("benchmark") == "gpu_step" and r.get("s_per_step") is not None]
+def print_projection(paths) -> None:
+    "Print the projection from the s/step lines of `paths` (a later file's line replaces an earlier one's)."
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    measured = [r for path in paths for r in _read_jsonl(path)
+                if r.get("benchmark") == "gpu_step" and r.get("s_per_step") is not None]
+    path = " + ".join(str(p) for p in paths)
     rows = project(measured)
     kinds = sorted({(r.get("backend"), r.get("device_kind")) for r in measured})
     for row in rows:
@@ -411,18 +423,23 @@ def print_projection(path) -> None:
     total = sum(r["seconds"] for r in rows)
     print(f"\nProjected device-hours from {path} (measured on {kinds}); 20 epochs, full data, every method, "
           "5 seeds and the EWC/SI grids vmapped; evaluation and compilation excluded.\n", file=sys.stderr)
-    print(f"| {'cell':<28} | {'model':<18} | {'hours':>8} | slowest method (hours) | missing |", file=sys.stderr)
-    print(f"|{'-' * 30}|{'-' * 20}|{'-' * 10}|{'-' * 24}|{'-' * 9}|", file=sys.stderr)
+    print(f"| {'cell':<28} | {'model':<18} | {'hours':>8} | slowest method (hours) | missing | bounded |",
+          file=sys.stderr)
+    print(f"|{'-' * 30}|{'-' * 20}|{'-' * 10}|{'-' * 24}|{'-' * 9}|{'-' * 9}|", file=sys.stderr)
     for r in rows:
         slowest = max(r["methods"].items(), key=lambda kv: kv[1]["seconds"], default=None)
         slow = f"{slowest[0]} ({slowest[1]['seconds'] / 3600:.2f})" if slowest else "-"
+        bounded = sum(m.get("source", "measured") != "measured" for m in r["methods"].values())
         print(f"| {r['column']:<28} | {r['model']:<18} | {r['seconds'] / 3600:8.2f} | {slow:<22} | "
-              f"{len(r['missing'])} |", file=sys.stderr)
-    print(f"\nTotal: {total / 3600:.2f} device-hours" +
+              f"{len(r['missing']):>7} | {bounded:>7} |", file=sys.stderr)
+    bounded = sum(m["seconds"] for r in rows for m in r["methods"].values() if m.get("source", "measured") != "measured")
+    print(f"\nTotal: {total / 3600:.2f} device-hours, {bounded / 3600:.2f} of them from upper bounds" +
           (" (cells with missing measurements count only what was measured)" if any(r["missing"] for r in rows)
            else ""), file=sys.stderr)
-    print(json.dumps({"benchmark": "gpu_projection_total", "hours": total / 3600, "source": str(path),
-                      "devices": [list(k) for k in kinds]}))
+    print(json.dumps({"benchmark": "gpu_projection_total", "hours": total / 3600, "bounded_hours": bounded / 3600,
+                      "source": str(path), "devices": [list(k) for k in kinds],
+                      "assumptions": {k: v for k, v in PROJECTION.items() if k != "columns"},
+                      "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "provenance": _provenance()}))
 
 
 def main() -> None:
@@ -440,7 +457,8 @@ def main() -> None:
     parser.add_argument("--cpu-reference", default=None, help="JSONL of earlier CPU lines to compare with")
     parser.add_argument("--out", default=None, help="also append the lines to this JSONL file")
     parser.add_argument("--in-process", action="store_true", help="no subprocess per measurement (peaks accumulate)")
-    parser.add_argument("--project", default=None, metavar="MEASURED.jsonl", help="print projected device-hours")
+    parser.add_argument("--project", nargs="+", default=None, metavar="MEASURED.jsonl",
+                        help="print projected device-hours (several files: a later file's line replaces an earlier's)")
     parser.add_argument("--component-noise", choices=["independent", "collapsed"], default="independent",
                         help="the GM methods' sampler (bcl.mixture): the authors' independent draws, or the collapsed "
                              "one-normal draw of the same law that the offline profile uses")
@@ -452,7 +470,7 @@ def main() -> None:
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument("--timing-lock", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    for flag, value in (("--project", args.project), ("--cpu-reference", args.cpu_reference)):
+    for flag, value in [("--project", v) for v in args.project or ()] + [("--cpu-reference", args.cpu_reference)]:
         if value and not Path(value).is_file():
             parser.error(f"{flag}: no such file: {value} (benchmarks/gpu.py --out FILE writes one)")
     for flag, value in (("--seeds", args.seeds), ("--steps", args.steps), ("--n", args.n), ("--repeats", args.repeats),
