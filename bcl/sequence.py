@@ -214,13 +214,16 @@ class SequenceResult(NamedTuple):
     seeds: tuple[int, ...]
     hyper: dict[str, np.ndarray]  # each (G,)
     state: MethodState  # after the last finished task
-    metrics: dict[str, np.ndarray]  # "validation/accuracy" ... "test/ece": (G, S, T, T), NaN where not yet run
+    metrics: dict[str, np.ndarray]  # "validation/accuracy" ... "test/ece100": (G, S, T, T), NaN where not yet run
     losses: np.ndarray  # (T, G, S, epochs): per-epoch mean training loss
     tasks_done: int
-    timings: dict[str, float]  # compile_s, run_s, wall_s of this call
+    timings: dict[str, float]  # compile_s, run_s, wall_s of this call; tasks_resumed: tasks finished before it
 
 SPLITS = ("validation", "test")
-METRICS = ("accuracy", "nll", "ece")
+# ECE with 10 bins, and with the 100 bins of the authors' code for comparison (`ece` in their
+# `bcl/evaluate/metrics.py` at b838074)
+METRICS = {"accuracy": accuracy, "nll": mean_nll, "ece": expected_calibration_error,
+           "ece100": lambda probs, ys: expected_calibration_error(probs, ys, n_bins=100)}
 
 def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict,
               compiler_options: dict | None = None) -> dict[str, np.ndarray]:
@@ -242,7 +245,7 @@ def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict,
             ys = np.asarray(split.ys)
             block = probs[:, :, offset:offset + len(ys)]
             offset += len(ys)
-            for metric, fn in zip(METRICS, (accuracy, mean_nll, expected_calibration_error)):
+            for metric, fn in METRICS.items():
                 for g in range(G):
                     for k in range(S):
                         out[f"{split_name}/{metric}"][g, k, j] = fn(block[g, k], ys)
@@ -360,6 +363,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
     record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
     fingerprint = run_fingerprint(method, sequence, hyper, seeds) if checkpoint is not None else None
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
+    timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
 
     def result(tasks_done):

@@ -158,24 +158,6 @@ def build_cell_method(params: dict, sequence: TaskSequence):
     return method_obj, hyper, {"model": model_settings, "method": settings}
 
 # %% ../nbs/13_table.ipynb #fa89cabe
-def _ece100_after_task(method, sequence, predict_keys, store: dict):
-    "An `after_task` hook: the 100-bin test ECE of every (grid point, seed) on every task seen so far."
-    import jax
-    from bcl.metrics import expected_calibration_error
-    from bcl.sequence import predict_in_chunks
-    def hook(t, result):
-        params = jax.tree.map(np.asarray, result.state.params)
-        G, S = jax.tree.leaves(params)[0].shape[:2]
-        row = np.full((G, S, len(sequence)), np.nan)
-        for j, task in enumerate(sequence.tasks):
-            xs, ys = np.asarray(task.test.xs, np.float32), np.asarray(task.test.ys)
-            for g in range(G):
-                probs = predict_in_chunks(method, predict_keys, jax.tree.map(lambda leaf: leaf[g], params), xs)
-                for s in range(S):
-                    row[g, s, j] = expected_calibration_error(np.asarray(probs[s]), ys, n_bins=100)
-        store.setdefault("rows", []).append(row)
-    return hook
-
 def _per_seed(matrix: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     return np.stack([matrix[g, s] for s, g in enumerate(chosen)])
 
@@ -184,17 +166,15 @@ def _seed_summary(values: np.ndarray) -> dict:
     return {"per_seed": values.tolist(), "mean": float(values.mean()), "n": int(len(values)),
             "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
 
-def optimiser_steps(method, sequence: TaskSequence) -> int:
-    "Optimiser steps of one seed and grid point over the whole sequence."
+def optimiser_steps(method, sequence: TaskSequence, first_task: int = 1) -> int:
+    "Optimiser steps of one seed and grid point over tasks `first_task` .. T of the sequence (all by default)."
     from bcl.train import n_batches, task_split
     return sum(method.training.epochs * n_batches(len(task_split(method, sequence, t).ys), method.training.batch_size)
-               for t in range(1, len(sequence) + 1))
+               for t in range(first_task, len(sequence) + 1))
 
 def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.PathLike | None = None,
              progress: bool = False) -> dict:
     "Train and evaluate one cell; the numbers, settings, timings and provenance as a JSON-able dict."
-    import jax
-    from bcl.core import named_keys
     from bcl.provenance import provenance
     from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy
     from bcl.sequence import hyper_configs, select_by_validation, train_sequence
@@ -204,17 +184,11 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     sequence = load_cell_sequence(params, data_dir, progress)
     data_s = time.perf_counter() - start
     method, hyper, settings = build_cell_method(params, sequence)
-    predict_keys = jax.vmap(lambda s: named_keys(jax.random.key(s), "predict")["predict"])(
-        np.asarray(params["seeds"]))
-    store = {}
-    result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress,
-                            after_task=_ece100_after_task(method, sequence, predict_keys, store))
+    result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress)
     chosen = select_by_validation(result)
-    metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in ("accuracy", "nll", "ece")}
-    ece100 = np.full(result.metrics["test/ece"].shape, np.nan)
-    for i, row in enumerate(store.get("rows", [])):  # after a resume only the tasks run now have a row
-        ece100[:, :, len(sequence) - len(store["rows"]) + i] = row
+    metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in ("accuracy", "nll", "ece", "ece100")}
     steps = optimiser_steps(method, sequence)
+    steps_timed = optimiser_steps(method, sequence, first_task=result.timings["tasks_resumed"] + 1)
     configs = hyper_configs(result.hyper)
     return {
         "column": plan.column.key, "column_label": plan.column.label, "table": plan.column.table,
@@ -224,14 +198,15 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
         "final_average_accuracy": _seed_summary(100 * final_average_accuracy(metric["accuracy"])),
         "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method
         "test_accuracy": metric["accuracy"], "test_nll": metric["nll"], "test_ece": metric["ece"],
-        "test_ece100": _per_seed(ece100, chosen),
+        "test_ece100": metric["ece100"],
         "validation_accuracy": _per_seed(result.metrics["validation/accuracy"], chosen),
         "forgetting": average_forgetting(metric["accuracy"]), "backward_transfer": backward_transfer(metric["accuracy"]),
         "selected": [configs[g] for g in chosen],
         "n_train": [len(task.train.ys) for task in sequence.tasks], "epochs": method.training.epochs,
         "optimiser_steps": steps,
         "timings": {**result.timings, "data_s": data_s, "wall_s": time.perf_counter() - start,
-                    "s_per_step": result.timings["run_s"] / max(steps, 1)},
+                    # a resumed run timed only the tasks after its checkpoint
+                    "s_per_step": result.timings["run_s"] / max(steps_timed, 1)},
         "content_hash": cell_hash(params, data_dir), "data": data_manifest(params, data_dir),
         "provenance": provenance(),
     }

@@ -149,7 +149,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     for (network, method, noise), numbers in finished.items():
         line = on_target.get((network, method, noise))
         if line:  # both on the target backend: a cell run on a GPU says nothing about a CPU benchmark's overhead
-            cell_step = numbers["timings"]["run_s"] / max(numbers["optimiser_steps"], 1)
+            cell_step = _timed_s_per_step(numbers)
             overhead.setdefault(network, []).append(cell_step / line["s_per_step"])
     overhead = {network: statistics.median(ratios) for network, ratios in overhead.items()}
     cells = {}
@@ -159,8 +159,13 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         source = chosen.get(key)
         if numbers is not None:
             t = numbers["timings"]
-            record |= {"source": "measured cell", "seconds": t["wall_s"], "s_per_step": t["run_s"] / max(p["steps"], 1),
+            step = _timed_s_per_step(numbers)
+            untimed = max(0, p["steps"] - round(t["run_s"] / step)) if step else 0  # before a resume's checkpoint
+            record |= {"source": "measured cell", "seconds": t["wall_s"] + untimed * step, "s_per_step": step,
                        "device": _device(numbers.get("provenance"))}
+            if t.get("tasks_resumed"):
+                record |= {"tasks_resumed": t["tasks_resumed"], "untimed_steps": untimed,
+                           "note": "resumed from a checkpoint: the tasks before it are charged at the measured s/step"}
         elif source is None:
             record |= {"source": None, "seconds": None, "device": None}
         elif "timings" in source:
@@ -171,6 +176,13 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         record["finished"] = numbers is not None
         cells[f"{column}/{method}"] = record
     return {"profile": profile, "schedule": schedule, "batch": str(batch), "overhead": overhead, "cells": cells}
+
+
+def _timed_s_per_step(numbers: dict) -> float:
+    """Seconds per optimiser step of a finished cell, over the steps its run timed: `timings.s_per_step` (a resumed
+    run times only the tasks after its checkpoint), else run_s over all its steps."""
+    t = numbers["timings"]
+    return t.get("s_per_step") or t["run_s"] / max(numbers["optimiser_steps"], 1)
 
 
 def main(argv=None) -> int:
