@@ -56,7 +56,7 @@ def unique_runs(records: list[dict]) -> list[dict]:
 
 def _summary(values) -> str:
     values = np.asarray(values, float)
-    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
+    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}" if len(values) > 1 else f"{values.mean():.2f}"
 
 
 def _last_row(matrices) -> str:
@@ -80,15 +80,15 @@ def permutation_p(b, a, resamples: int = 10_000) -> float:
 
 def _per_task_p(ours, theirs) -> str:
     "Permutation p per task of the accuracy after the last task, bcl against the authors' code; '–' without data."
-    if not ours or not theirs:
+    if len(ours or ()) < 2 or len(theirs or ()) < 2:  # a test needs two seeds on each side
         return "–"
     a, b = np.asarray(theirs, float)[:, -1, :], np.asarray(ours, float)[:, -1, :]
     return " / ".join(f"{permutation_p(b[:, j], a[:, j]):.3f}" for j in range(a.shape[1]))
 
 
 def welch(b, a) -> tuple[float, float] | None:
-    "Welch's t and p of `b` against `a`, or None where two samples without spread leave them undefined."
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
+    "Welch's t and p of `b` against `a`, or None where a single seed or two samples without spread leave them undefined."
+    if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -99,6 +99,8 @@ def welch(b, a) -> tuple[float, float] | None:
 def _welch_cells(b, a) -> tuple[str, str]:
     """Welch's t and p formatted. Two samples without spread have no t: equal constants (e.g. P-VCL's 33.33 on every
     Iris seed, in both codes) are 'same on every seed', different ones 'differ on every seed'."""
+    if len(a) < 2 or len(b) < 2:
+        return "–", "too few seeds"
     test = welch(b, a)
     if test is None:
         return ("–", "same on every seed") if np.isclose(a[0], b[0]) else ("–", "differ on every seed")

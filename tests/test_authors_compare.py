@@ -70,3 +70,12 @@ def test_a_seed_run_twice_counts_once():
     runs = authors_compare.unique_runs([record, dict(record), record | {"seed": 7}, grid, grid | {"trainer": "si1"}])
     assert [(r["trainer"], r["seed"]) for r in runs] == [("likelihood_exact_gmsfsvi", 6), ("likelihood_exact_gmsfsvi", 7),
                                                           ("si3", 6)]
+
+
+def test_a_single_seed_is_reported_not_tested():
+    one, three = np.array([97.2]), np.array([96.0, 97.0, 98.0])
+    assert authors_compare.welch(three, one) is None
+    assert authors_compare._welch_cells(three, one) == ("–", "too few seeds")
+    matrices = np.full((1, 2, 2), 0.9).tolist()
+    assert authors_compare._per_task_p(np.full((3, 2, 2), 0.9).tolist(), matrices) == "–"
+    assert authors_compare._summary([97.2]) == "97.20"
