@@ -429,9 +429,9 @@ def print_projection(paths) -> None:
     for r in rows:
         slowest = max(r["methods"].items(), key=lambda kv: kv[1]["seconds"], default=None)
         slow = f"{slowest[0]} ({slowest[1]['seconds'] / 3600:.2f})" if slowest else "-"
-        bounded = sum(m.get("source", "measured") != "measured" for m in r["methods"].values())
+        n_bounded = sum(m.get("source", "measured") != "measured" for m in r["methods"].values())
         print(f"| {r['column']:<28} | {r['model']:<18} | {r['seconds'] / 3600:8.2f} | {slow:<22} | "
-              f"{len(r['missing']):>7} | {bounded:>7} |", file=sys.stderr)
+              f"{len(r['missing']):>7} | {n_bounded:>7} |", file=sys.stderr)
     bounded = sum(m["seconds"] for r in rows for m in r["methods"].values() if m.get("source", "measured") != "measured")
     print(f"\nTotal: {total / 3600:.2f} device-hours, {bounded / 3600:.2f} of them from upper bounds" +
           (" (cells with missing measurements count only what was measured)" if any(r["missing"] for r in rows)
@@ -466,7 +466,8 @@ def main() -> None:
                         help="measurements compiling side by side (each in its own process; they time one at a time, "
                              "and their GPU memory is allocated as needed rather than preallocated)")
     parser.add_argument("--budget-s", type=float, default=None,
-                        help="wall seconds for all measurements: none starts after, a running one is stopped at it")
+                        help="wall seconds for all measurements: none starts after, a running one is stopped at it "
+                             "(not with --in-process)")
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument("--timing-lock", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
