@@ -92,10 +92,13 @@ def load_cell_sequence(params: dict, data_dir: str | None = None, progress: bool
 
 # %% ../nbs/13_table.ipynb #6c55218b
 def schedule_epochs(params: dict, sequence: TaskSequence, epochs: int) -> int:
-    "Epochs per task: the setup's (or the override's), scaled to the paper's optimiser steps for `schedule='steps'`."
+    """Epochs per task: the override's, else the smoke profile's (`SMOKE["epochs"]`), else the setup's, scaled to the
+    paper's optimiser steps for `schedule='steps'`."""
     if params.get("epochs") is not None:
         return params["epochs"]
-    if params["schedule"] == "epochs" or params["profile"] == "smoke":
+    if params["profile"] == "smoke":
+        return SMOKE["epochs"]
+    if params["schedule"] == "epochs":
         return epochs
     paper = PAPER_TRAIN_POINTS.get(table_column(params["column"]).sequence)
     if paper is None:
@@ -177,7 +180,7 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     "Train and evaluate one cell; the numbers, settings, timings and provenance as a JSON-able dict."
     from bcl.provenance import provenance
     from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy
-    from bcl.sequence import hyper_configs, select_by_validation, train_sequence
+    from bcl.sequence import METRICS, hyper_configs, select_by_validation, train_sequence
     params = cell_parameters(**params)
     plan = plan_cell(params["column"], params["method"], params["profile"])
     start = time.perf_counter()
@@ -186,7 +189,7 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     method, hyper, settings = build_cell_method(params, sequence)
     result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress)
     chosen = select_by_validation(result)
-    metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in ("accuracy", "nll", "ece", "ece100")}
+    metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in METRICS}
     steps = optimiser_steps(method, sequence)
     steps_timed = optimiser_steps(method, sequence, first_task=result.timings["tasks_resumed"] + 1)
     configs = hyper_configs(result.hyper)
@@ -197,8 +200,7 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
         "parameters": params, "settings": settings, "hyper_grid": configs, "seeds": params["seeds"],
         "final_average_accuracy": _seed_summary(100 * final_average_accuracy(metric["accuracy"])),
         "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method
-        "test_accuracy": metric["accuracy"], "test_nll": metric["nll"], "test_ece": metric["ece"],
-        "test_ece100": metric["ece100"],
+        **{f"test_{name}": values for name, values in metric.items()},  # accuracy, nll, ece, ece100
         "validation_accuracy": _per_seed(result.metrics["validation/accuracy"], chosen),
         "forgetting": average_forgetting(metric["accuracy"]), "backward_transfer": backward_transfer(metric["accuracy"]),
         "selected": [configs[g] for g in chosen],
