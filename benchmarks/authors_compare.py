@@ -33,6 +33,31 @@ TRAINER_METHODS = {"simple_gvcl": "p-g-vcl", "likelihood_exact_gvcl": "l-g-vcl",
 SEQUENCE_TITLES = {"cisplit2diris": "CI Split 2D Iris", "disinusoid": "DI Sinusoid"}
 
 
+def si_grid_point(trainer: str) -> dict:
+    """λ and ξ of the authors' SI trainer `si<i>`: λ = 10^((i−1) mod 5), ξ = 10^(⌊(i−1)/5⌋ − 1), so si1 is (1, 0.1),
+    si8 (100, 1), si15 (10⁴, 10) (the `lambda` and `xi` of experiments/svi_*_fcnn.toml at b838074)."""
+    i = int(trainer[2:]) - 1
+    return {"lam": 10.0 ** (i % 5), "xi": 10.0 ** (i // 5 - 1)}
+
+
+def _fixed_label(method: str, point: dict) -> str:
+    return f"{method} at λ={point['lam']:g}, ξ={point['xi']:g}"
+
+
+def authors_method(record: dict) -> str | None:
+    """bcl's name for an authors' run: an SI trainer run alone (no `candidates`: its grid was not searched) is SI at
+    that grid point."""
+    method = TRAINER_METHODS.get(record["trainer"])
+    if method == "si" and "candidates" not in record:
+        return _fixed_label(method, si_grid_point(record["trainer"]))
+    return method
+
+
+def bcl_method(record: dict) -> str:
+    "The method of a bcl run; a run with `fixed` (bcl_seeds.py --fix) reports that grid point for every seed."
+    return _fixed_label(record["method"], record["fixed"]) if "fixed" in record else record["method"]
+
+
 def authors_sequence(record: dict) -> str:
     "The sequence of an authors' run: `svi_<sequence>_fcnn` is its experiment."
     return record["experiment"].split("_")[1]
@@ -126,12 +151,19 @@ def primary_run(runs: list[dict]) -> dict | None:
     return max(default, key=lambda r: (version(r), len(r["final_average_accuracy"])), default=None)
 
 
+def methods_of(authors: list[dict]) -> list[str]:
+    "The methods the authors' runs cover, in `TRAINER_METHODS` order; SI at a fixed grid point after SI."
+    names = {authors_method(r) for r in authors} - {None}
+    base = list(dict.fromkeys(TRAINER_METHODS.values()))
+    return sorted(names, key=lambda m: (base.index(m.split(" at ")[0]), m))
+
+
 def family(authors: list[dict], ours: list[dict]) -> dict:
     "Holm-adjusted p of each method's primary comparison, over the methods where Welch's p is defined."
     pvalues = {}
-    for method in dict.fromkeys(TRAINER_METHODS.values()):
-        theirs = [r["final_average_accuracy"] for r in authors if TRAINER_METHODS.get(r["trainer"]) == method]
-        run = primary_run([r for r in ours if r["method"] == method])
+    for method in methods_of(authors):
+        theirs = [r["final_average_accuracy"] for r in authors if authors_method(r) == method]
+        run = primary_run([r for r in ours if bcl_method(r) == method])
         if theirs and run is not None:
             test = welch(np.array(run["final_average_accuracy"]), np.array(theirs))
             if test is not None:
@@ -139,28 +171,34 @@ def family(authors: list[dict], ours: list[dict]) -> dict:
     return holm(pvalues)
 
 
+def _display(method: str) -> str:
+    name, _, point = method.partition(" at ")
+    return name.upper() + (f" at {point}" if point else "")
+
+
 def table(authors: list[dict], ours: list[dict]) -> str:
-    "Rows per method (in `TRAINER_METHODS` order) for runs of one sequence."
-    methods = list(dict.fromkeys(TRAINER_METHODS.values()))
+    "Rows per method (`methods_of` order) for runs of one sequence."
+    methods = methods_of(authors)
     adjusted = family(authors, ours)
+    tested = f"{len(adjusted)} method" + "s" * (len(adjusted) != 1)
     rows = ["| method | run | seeds | final average accuracy (%) | Welch t against the authors' code | p "
-            f"| Holm p ({len(adjusted)} methods) | after the last task: task 1 / 2 / … (%) | permutation p per task |",
+            f"| Holm p ({tested}) | after the last task: task 1 / 2 / … (%) | permutation p per task |",
             "|---|---|---|---|---|---|---|---|---|"]
     for method in methods:
-        theirs = sorted((r for r in authors if TRAINER_METHODS.get(r["trainer"]) == method), key=lambda r: r["seed"])
+        theirs = sorted((r for r in authors if authors_method(r) == method), key=lambda r: r["seed"])
         if not theirs:
             continue
         a = np.array([r["final_average_accuracy"] for r in theirs])
-        rows.append(f"| {method.upper()} | authors' code, JAX {theirs[0]['jax']} | {len(a)} | {_summary(a)} | – | – "
+        rows.append(f"| {_display(method)} | authors' code, JAX {theirs[0]['jax']} | {len(a)} | {_summary(a)} | – | – "
                     f"| – | {_last_row([r['accuracy'] for r in theirs])} | – |")
-        runs = [r for r in ours if r["method"] == method]
+        runs = [r for r in ours if bcl_method(r) == method]
         primary = primary_run(runs)
         for run in runs:
             b = np.array(run["final_average_accuracy"])
             t, p = _welch_cells(b, a)
             label = f"bcl, JAX {run['jax']}" + (", one key for every task" if run.get("reuse_task_key") else "")
             holm_p = f"{adjusted[method]:.3f}" if run is primary and method in adjusted else "–"
-            rows.append(f"| {method.upper()} | {label} | {len(b)} | {_summary(b)} | {t} | {p} | {holm_p} "
+            rows.append(f"| {_display(method)} | {label} | {len(b)} | {_summary(b)} | {t} | {p} | {holm_p} "
                         f"| {_last_row(run.get('accuracy'))} "
                         f"| {_per_task_p(run.get('accuracy'), [r['accuracy'] for r in theirs])} |")
     return "\n".join(rows)
@@ -188,7 +226,8 @@ def main() -> int:
             "Final average test accuracy after the last task, per seed; the authors' code is github.com/blackblitz/bcl "
             "at b838074, unmodified (`benchmarks/authors_seeds.py`), bcl is `benchmarks/bcl_seeds.py`; both train on "
             "the same arrays (the authors' prepared files equal `bcl.data.load_sequence`'s). SI selects its λ × ξ per "
-            "seed by validation in both codes. Welch's t is bcl minus the authors' code. Holm p adjusts each method's "
+            "seed by validation in both codes; 'SI at λ=…, ξ=…' runs that one grid point on every seed in both codes "
+            "(the authors' trainer block alone, bcl's `--fix`). Welch's t is bcl minus the authors' code. Holm p adjusts each method's "
             "primary comparison (bcl's default run with the newest JAX) for the number of methods compared on the "
             "sequence; the other bcl runs are diagnostics outside that family. Per task, the accuracy after the last task "
             "is compared by a permutation test of the difference of means (10,000 relabellings), which, unlike "

@@ -8,7 +8,9 @@ Usage:
 settings by `bcl.experiment.build_method`. A method with a grid (EWC's λ, SI's λ × ξ: 15 points) trains every grid
 point for every seed as one vmapped program and keeps, per seed, the point with the best validation final average
 accuracy (`bcl.sequence.select_by_validation`), as the authors' `select_trainers` does (bcl/train/__init__.py at
-b838074). The selected point goes into the output.
+b838074). The selected point goes into the output. `--fix lam=100 xi=1` reports one grid point for every seed instead
+(the authors' code runs one point when given one trainer block, e.g. `si8`): it compares the two implementations at
+the same hyperparameters, without the selection's own spread.
 
 The second form runs bcl's code in the authors' environment (JAX 0.4.28, flax 0.8.5): OVERLAY is a folder with
 optax 0.2.8 (`pip install --no-deps --target OVERLAY optax==0.2.8`; the authors' optax 0.2.5 cannot take a traced
@@ -79,6 +81,24 @@ class _RandomWithoutFold:
         return getattr(self._random, name)
 
 
+def grid_point(configs: list[dict], assignments: list[str], error) -> int:
+    "Index of the one grid point whose values match every `NAME=VALUE` of `assignments`; `error` (a message) otherwise."
+    wanted = {}
+    for item in assignments:
+        name, _, value = item.partition("=")
+        try:
+            wanted[name] = float(value)
+        except ValueError:
+            error(f"--fix takes NAME=VALUE with a number, got {item!r}")
+    matches = [i for i, c in enumerate(configs)
+               if wanted.keys() <= c.keys() and all(np.isclose(float(c[k]), v) for k, v in wanted.items())]
+    if len(matches) != 1:
+        grid = "; ".join(" ".join(f"{k}={float(v):g}" for k, v in c.items()) for c in configs)
+        error(f"--fix {' '.join(assignments)} matches {len(matches)} of the method's grid points, not one; "
+              f"the grid: {grid}")
+    return matches[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sequence", default="cisplit2diris", choices=SEQUENCES)
@@ -86,6 +106,8 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(20)))
     parser.add_argument("--prepped", default=None, help="the authors' prepared folder of --sequence (else load_sequence)")
     parser.add_argument("--reuse-task-key", action="store_true", help="the same keys for every task (diagnostic)")
+    parser.add_argument("--fix", nargs="+", default=None, metavar="NAME=VALUE",
+                        help="report this grid point for every seed (e.g. lam=100 xi=1) instead of selecting per seed")
     args = parser.parse_args()
     if any(s < 0 for s in args.seeds):
         parser.error(f"seeds must be non-negative integers, got {args.seeds}")
@@ -104,18 +126,22 @@ def main() -> None:
     spec = build_method(args.method, sequence)
     if spec.method is None:
         parser.error(f"{args.method!r} is not trained by gradient steps here; choose a MAP or variational method")
+    configs = hyper_configs(spec.hyper)
+    fixed = grid_point(configs, args.fix, parser.error) if args.fix else None
     start = time.perf_counter()
     result = train_sequence(spec.method, sequence, spec.hyper, seeds=args.seeds, progress=False)
-    chosen = select_by_validation(result)  # one grid point per seed (index 0 without a grid)
     seeds = np.arange(len(args.seeds))
+    # one grid point per seed (index 0 without a grid)
+    chosen = np.full(len(seeds), fixed) if fixed is not None else select_by_validation(result)
     accuracy = np.asarray(result.metrics["test/accuracy"])[chosen, seeds]
     faa = [100 * float(final_average_accuracy(a)) for a in accuracy]
-    configs = hyper_configs(spec.hyper)
     record = {"sequence": args.sequence, "method": spec.name, "jax": jax.__version__,
               "reuse_task_key": args.reuse_task_key, "seeds": args.seeds, "final_average_accuracy": faa,
               "accuracy": np.round(accuracy, 6).tolist(), "mean": float(np.mean(faa)),
               "sd": float(np.std(faa, ddof=1)) if len(faa) > 1 else None, "seconds": time.perf_counter() - start}
-    if len(configs) > 1:
+    if fixed is not None:
+        record["fixed"] = {k: float(v) for k, v in configs[fixed].items()}
+    elif len(configs) > 1:
         record["selected"] = [{k: float(v) for k, v in configs[g].items()} for g in chosen]
     print(json.dumps(record))
 

@@ -43,7 +43,7 @@ def test_the_primary_run_is_the_newest_jax_without_a_diagnostic_option():
 def test_the_table_adjusts_only_the_primary_rows():
     authors = [{"trainer": "likelihood_exact_gsfsvi", "seed": s, "jax": "0.4.28", "accuracy": [[1.0]],
                 "final_average_accuracy": 90.0 + (s % 5)} for s in range(10)]
-    authors += [{"trainer": "si1", "seed": s, "jax": "0.4.28", "accuracy": [[1.0]],
+    authors += [{"trainer": "si1", "seed": s, "jax": "0.4.28", "accuracy": [[1.0]], "candidates": ["si1", "si2"],
                  "final_average_accuracy": 50.0 + (s % 4)} for s in range(10)]
     ours = [_bcl("l-g-sfsvi", "0.10.2", 50), _bcl("l-g-sfsvi", "0.4.28", 50), _bcl("si", "0.10.2", 50)]
     text = authors_compare.table(authors, ours)
@@ -79,3 +79,21 @@ def test_a_single_seed_is_reported_not_tested():
     matrices = np.full((1, 2, 2), 0.9).tolist()
     assert authors_compare._per_task_p(np.full((3, 2, 2), 0.9).tolist(), matrices) == "–"
     assert authors_compare._summary([97.2]) == "97.20"
+
+
+def test_si_at_one_grid_point_is_its_own_method():
+    assert authors_compare.si_grid_point("si1") == {"lam": 1.0, "xi": 0.1}
+    assert authors_compare.si_grid_point("si8") == {"lam": 100.0, "xi": 1.0}
+    assert authors_compare.si_grid_point("si15") == {"lam": 10000.0, "xi": 10.0}
+    searched = {"trainer": "si8", "seed": 0, "jax": "0.4.28", "accuracy": [[1.0]], "candidates": ["si1", "si8"],
+                "final_average_accuracy": 60.0}
+    alone = [{"trainer": "si8", "seed": s, "jax": "0.4.28", "accuracy": [[1.0]], "final_average_accuracy": 70.0 + s % 3}
+             for s in range(5)]
+    assert authors_compare.authors_method(searched) == "si"
+    assert authors_compare.authors_method(alone[0]) == "si at λ=100, ξ=1"
+    fixed = _bcl("si", "0.10.2", 8) | {"fixed": {"learning_rate": 0.1, "lam": 100.0, "xi": 1.0}}
+    assert authors_compare.bcl_method(fixed) == "si at λ=100, ξ=1"
+    text = authors_compare.table([searched] + alone, [_bcl("si", "0.10.2", 8), fixed])
+    fixed_rows = [line for line in text.splitlines() if line.startswith("| SI at λ=100, ξ=1 |")]
+    assert len(fixed_rows) == 2 and "| 5 |" in fixed_rows[0] and "| 8 |" in fixed_rows[1]
+    assert "Holm p (1 method)" in text  # the grid-searched SI has one authors' seed: listed, not tested
