@@ -139,10 +139,11 @@ def main() -> None:
               "reuse_task_key": args.reuse_task_key, "seeds": args.seeds, "final_average_accuracy": faa,
               "accuracy": np.round(accuracy, 6).tolist(), "mean": float(np.mean(faa)),
               "sd": float(np.std(faa, ddof=1)) if len(faa) > 1 else None, "seconds": time.perf_counter() - start}
+    point = lambda g: {k: float(v) for k, v in configs[g].items()}
     if fixed is not None:
-        record["fixed"] = {k: float(v) for k, v in configs[fixed].items()}
+        record["fixed"] = point(fixed)
     elif len(configs) > 1:
-        record["selected"] = [{k: float(v) for k, v in configs[g].items()} for g in chosen]
+        record["selected"] = [point(g) for g in chosen]
     print(json.dumps(record))
 
 
