@@ -46,7 +46,8 @@ def _key_paths(tree) -> dict[str, tuple]:
     flat = jax.tree_util.tree_flatten_with_path(tree)[0]
     return {jax.tree_util.keystr(path): [int(d) for d in np.shape(leaf)] for path, leaf in flat}
 
-def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int]) -> dict:
+def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int],
+                    task_keys: str = "per_task") -> dict:
     "The parts a checkpoint must agree on to be resumed: method, its settings, model, data, seeds, grid, training, code."
     model = method.model
     shapes = jax.eval_shape(model.init, jax.random.key(0))
@@ -67,7 +68,8 @@ def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: 
             "data": data,
             "seeds": [int(s) for s in seeds],
             "grid": {k: np.asarray(v).tolist() for k, v in sorted(hyper.items())},
-            "training": {"epochs": int(method.training.epochs), "batch_size": int(method.training.batch_size)},
+            "training": {"epochs": int(method.training.epochs), "batch_size": int(method.training.batch_size),
+                         "task_keys": task_keys},
             "code": code_version()}
 
 def _short(value) -> str:

@@ -26,8 +26,8 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
 
 # %% auto #0
 __all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
-           'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'fast_compile_options', 'free_memory',
-           'program_bytes', 'fitting_chunk', 'predict_in_chunks', 'SequenceResult', 'train_sequence',
+           'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'fast_compile_options',
+           'free_memory', 'program_bytes', 'fitting_chunk', 'predict_in_chunks', 'SequenceResult', 'train_sequence',
            'select_by_validation', 'result_table', 'save_table']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
@@ -295,12 +295,16 @@ def _resume(checkpoint, restart: bool, state, record: dict, fingerprint: dict, T
     record.update(stored)
     return state, done
 
-def _task_arguments(method: Method, sequence: TaskSequence, t: int, seed_keys, state, jhyper, rows_per_task):
+TASK_KEYS = ("per_task", "shared")  # key schedules over tasks (`train_sequence`'s `task_keys`)
+
+def _task_arguments(method: Method, sequence: TaskSequence, t: int, seed_keys, state, jhyper, rows_per_task,
+                    task_keys: str = "per_task"):
     "The arguments of task `t`'s program: keys (S, 2), state, grid, inputs and labels (zero-padded), index[, n]."
     split = task_split(method, sequence, t)
     xs, ys = np.asarray(split.xs, np.float32), np.asarray(split.ys, np.int32)
-    task_keys = jax.vmap(lambda k: named_keys(jax.random.fold_in(k, t), "train", "end_task"))(seed_keys)
-    keys = jnp.stack([task_keys["train"], task_keys["end_task"]], axis=1)  # (S, 2)
+    task_key = (lambda k: jax.random.fold_in(k, t)) if task_keys == "per_task" else (lambda k: k)
+    named = jax.vmap(lambda k: named_keys(task_key(k), "train", "end_task"))(seed_keys)
+    keys = jnp.stack([named["train"], named["end_task"]], axis=1)  # (S, 2)
     if rows_per_task is None:
         return (keys, state, jhyper, xs, ys, jnp.int32(t))
     pad = rows_per_task - len(ys)
@@ -343,9 +347,13 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                    check_finite: bool = True,  # stop with a clear error when a loss turns NaN/inf
                    fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
                    restart: bool = False,  # discard an existing `checkpoint` and start from task 1
+                   task_keys: str = "per_task",  # "per_task": new keys for every task; "shared": the same keys (authors' code)
                   ) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
     check_sequence(method, sequence)
+    if task_keys not in TASK_KEYS:
+        raise ValueError(f"task_keys must be one of {TASK_KEYS} ('per_task': new keys for every task; 'shared': the "
+                         f"same keys for every task, as the authors' code), got {task_keys!r}.")
     hyper = _as_grid(hyper)
     configs = hyper_configs(hyper)
     seeds = _check_seeds(seeds)
@@ -361,7 +369,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                                    method.training.draws_per_step)
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
-    fingerprint = run_fingerprint(method, sequence, hyper, seeds) if checkpoint is not None else None
+    fingerprint = run_fingerprint(method, sequence, hyper, seeds, task_keys) if checkpoint is not None else None
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
@@ -377,7 +385,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
     with tqdm(range(done + 1, T + 1), desc=f"{method.name} on {sequence.name}", disable=not progress,
               initial=done, total=T, unit="task") as bar:
         for t in bar:
-            args = _task_arguments(method, sequence, t, seed_keys, state, jhyper, rows_per_task)
+            args = _task_arguments(method, sequence, t, seed_keys, state, jhyper, rows_per_task, task_keys)
             state_after, losses, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, options, progress)
             timings["compile_s"] += compile_s
             timings["run_s"] += run_s

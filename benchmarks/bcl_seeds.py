@@ -22,10 +22,10 @@ line: the sequence, per seed the final average accuracy and the T×T test accura
 mean and sd.
 
 `--reuse-task-key` is a diagnostic: every task gets the same training and end-of-task keys, as in the authors'
-trainers, which split one fixed key per trainer at every task (bcl/train/trainer/svi/replay.py, `update_state` and
-`update_hparams`, at b838074): the same shuffles, inducing inputs, parameter noise and coreset positions for every
-task. bcl folds the task index into the seed's key (`bcl.sequence._task_arguments`); the option replaces that fold
-by the identity, in `bcl.sequence` only.
+trainers, which split their keys once, when built (`OptimizingTrainer.__init__` in bcl/train/trainer/__init__.py at
+b838074), and start every task's `update_state` and `update_hparams` from them: the same shuffles, inducing inputs, parameter noise and coreset positions for every
+task. bcl folds the task index into the seed's key by default; the option runs `train_sequence(...,
+task_keys="shared")`, which gives every task the seed's own keys.
 """
 from __future__ import annotations
 
@@ -60,27 +60,6 @@ def prepped_sequence(name: str, folder: str | Path):
                         incremental)
 
 
-class _SameKeyEveryTask:
-    "Stands in for the `jax` module inside `bcl.sequence`: `jax.random.fold_in(key, t)` returns `key`."
-    def __init__(self, jax):
-        self._jax = jax
-        self.random = _RandomWithoutFold(jax.random)
-
-    def __getattr__(self, name):
-        return getattr(self._jax, name)
-
-
-class _RandomWithoutFold:
-    def __init__(self, random):
-        self._random = random
-
-    def fold_in(self, key, data):
-        return key
-
-    def __getattr__(self, name):
-        return getattr(self._random, name)
-
-
 def grid_point(configs: list[dict], assignments: list[str], error) -> int:
     "Index of the one grid point whose values match every `NAME=VALUE` of `assignments`; `error` (a message) otherwise."
     wanted = {}
@@ -112,9 +91,6 @@ def main() -> None:
     if any(s < 0 for s in args.seeds):
         parser.error(f"seeds must be non-negative integers, got {args.seeds}")
     import jax
-    if args.reuse_task_key:
-        import bcl.sequence
-        bcl.sequence.jax = _SameKeyEveryTask(jax)
     from bcl.experiment import build_method
     from bcl.metrics import final_average_accuracy
     from bcl.sequence import hyper_configs, select_by_validation, train_sequence
@@ -129,7 +105,8 @@ def main() -> None:
     configs = hyper_configs(spec.hyper)
     fixed = grid_point(configs, args.fix, parser.error) if args.fix else None
     start = time.perf_counter()
-    result = train_sequence(spec.method, sequence, spec.hyper, seeds=args.seeds, progress=False)
+    result = train_sequence(spec.method, sequence, spec.hyper, seeds=args.seeds, progress=False,
+                            task_keys="shared" if args.reuse_task_key else "per_task")
     seeds = np.arange(len(args.seeds))
     # one grid point per seed (index 0 without a grid)
     chosen = np.full(len(seeds), fixed) if fixed is not None else select_by_validation(result)
