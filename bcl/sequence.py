@@ -347,7 +347,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                    check_finite: bool = True,  # stop with a clear error when a loss turns NaN/inf
                    fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
                    restart: bool = False,  # discard an existing `checkpoint` and start from task 1
-                   task_keys: str = "per_task",  # "per_task": new keys for every task; "shared": the same keys (authors' code)
+                   task_keys: str = "per_task",  # "per_task": new keys per task; "shared": the same (authors' code)
                   ) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
     check_sequence(method, sequence)

@@ -23,9 +23,9 @@ mean and sd.
 
 `--reuse-task-key` is a diagnostic: every task gets the same training and end-of-task keys, as in the authors'
 trainers, which split their keys once, when built (`OptimizingTrainer.__init__` in bcl/train/trainer/__init__.py at
-b838074), and start every task's `update_state` and `update_hparams` from them: the same shuffles, inducing inputs, parameter noise and coreset positions for every
-task. bcl folds the task index into the seed's key by default; the option runs `train_sequence(...,
-task_keys="shared")`, which gives every task the seed's own keys.
+b838074), and start every task's `update_state` and `update_hparams` from them: the same shuffles, inducing inputs,
+parameter noise and coreset positions for every task. bcl folds the task index into the seed's key by default; the
+option runs `train_sequence(..., task_keys="shared")`, which gives every task the seed's own keys.
 """
 from __future__ import annotations
 
