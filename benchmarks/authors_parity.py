@@ -60,9 +60,17 @@ from pathlib import Path
 
 import numpy as np
 
-EXPERIMENT = "svi_cisplit2diris_fcnn"
-SEQUENCE = "cisplit2diris"
-N_TRAIN = 32  # training points per Iris task (bcl.splits / the authors' dataprep: 32/8/10 per class)
+# What a harness needs of a sequence: the authors' experiment (its toml gives their network and trainer blocks), our
+# outputs and likelihood, the label range and the training points per task (bcl.splits / the authors' dataprep).
+HARNESS_SEQUENCES = {
+    "cisplit2diris": {"experiment": "svi_cisplit2diris_fcnn", "n_outputs": 3, "likelihood": "softmax", "n_classes": 3,
+                      "n_train": 32, "one_class_per_task": True},
+    "disinusoid": {"experiment": "svi_disinusoid_fcnn", "n_outputs": 1, "likelihood": "sigmoid", "n_classes": 2,
+                   "n_train": 200, "one_class_per_task": False},
+}
+SEQUENCE = "cisplit2diris"  # the variational harness (this file) covers Iris; the MAP harness takes --sequence
+EXPERIMENT = HARNESS_SEQUENCES[SEQUENCE]["experiment"]
+N_TRAIN = HARNESS_SEQUENCES[SEQUENCE]["n_train"]
 N_PRED = 32
 # our method name -> the trainer block id of experiments/svi_cisplit2diris_fcnn.toml
 AUTHORS_IDS = {
@@ -152,7 +160,7 @@ def tree_max_rel(a: dict, b: dict) -> float:
 
 
 # ---------------------------------------------------------------- building the cases
-def build_cases(seed: int, x64: bool = False):
+def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
     "For every method and scenario: our loss value, aux, gradient, θ, predictive, and the authors' inputs."
     import jax
     import jax.numpy as jnp
@@ -337,7 +345,9 @@ def print_table(rows, out=sys.stdout):
 
 
 # ---------------------------------------------------------------- running the authors' side (also authors_parity_map.py)
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser, sequences=(SEQUENCE,)) -> None:
+    parser.add_argument("--sequence", choices=sequences, default=SEQUENCE,
+                        help="the sequence whose network, settings and data the cases use")
     parser.add_argument("--authors-repo", type=Path, default=os.environ.get("BCL_AUTHORS_REPO"),
                         help="clone of github.com/blackblitz/bcl at b838074 (or $BCL_AUTHORS_REPO)")
     parser.add_argument("--authors-python", type=Path, default=os.environ.get("BCL_AUTHORS_PYTHON"),
@@ -392,10 +402,11 @@ def exchange(side, env, inputs: dict, keep: Path | None, prog: str) -> tuple[dic
         return dict(np.load(work / "outputs.npz", allow_pickle=False)), seconds
 
 
-def provenance(commit: str, info: dict, seed: int, x64: bool) -> dict:
+def provenance(commit: str, info: dict, seed: int, x64: bool, sequence: str = SEQUENCE) -> dict:
     "What every JSON line records about the run."
     import jax
-    return {"authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__, "seed": seed,
+    return {"sequence": sequence, "authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__,
+            "seed": seed,
             "precision": "float64" if x64 else "float32", "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
 
@@ -412,12 +423,12 @@ def write_lines(rows, meta: dict, out: Path | None) -> None:
 
 # ---------------------------------------------------------------- main
 def run_harness(argv, description: str, side_script: str, prog: str, build, compare_cases, legend: str,
-                table=None) -> int:
-    """Both halves of a harness: `build(seed, x64) -> (cases, inputs, ours)` here, `side_script` in the authors'
-    environment, then `compare_cases(cases, ours, theirs, info, inputs, tol) -> rows`, printed by `table`
-    (default `print_table`) and written."""
+                table=None, sequences=(SEQUENCE,)) -> int:
+    """Both halves of a harness: `build(seed, x64, sequence) -> (cases, inputs, ours)` here, `side_script` in the
+    authors' environment, then `compare_cases(cases, ours, theirs, info, inputs, tol) -> rows`, printed by `table`
+    (default `print_table`) and written. `sequences`: the `--sequence` choices (keys of HARNESS_SEQUENCES)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(parser)
+    add_common_arguments(parser, sequences)
     args = parser.parse_args(argv)
     found = authors_command(args, side_script, prog)
     if found is None:
@@ -427,16 +438,17 @@ def run_harness(argv, description: str, side_script: str, prog: str, build, comp
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     start = time.perf_counter()
-    cases, inputs, ours = build(args.seed, args.x64)
+    cases, inputs, ours = build(args.seed, args.x64, args.sequence)
     ours_s = time.perf_counter() - start
-    inputs["meta"] = np.asarray(json.dumps({"experiment": EXPERIMENT, "cases": cases}))
+    experiment = HARNESS_SEQUENCES[args.sequence]["experiment"]
+    inputs["meta"] = np.asarray(json.dumps({"experiment": experiment, "cases": cases}))
     theirs, authors_s = exchange(side, env, inputs, args.keep, prog)
     info = json.loads(str(theirs.pop("info")))
     tol = FP_TOL[args.x64]
     rows = compare_cases(cases, ours, theirs, info, inputs, tol)
-    meta = provenance(commit, info, args.seed, args.x64)
-    print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {meta['precision']}; "
-          f"seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
+    meta = provenance(commit, info, args.seed, args.x64, args.sequence)
+    print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {args.sequence} "
+          f"({experiment}); {meta['precision']}; seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
     print(f"largest relative differences (see the module docstring); status DIFF if any > {tol:g} or the settings "
           f"differ{legend}")
     (table or print_table)(rows)
