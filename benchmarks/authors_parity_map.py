@@ -24,7 +24,7 @@ and λ = 10, ξ = 0.1 (si2). Each case runs at the first and the third task (t1,
    Reported: loss, nll, penalty (loss - nll) and grad (the max over leaves of max|a-b|/max|a|). Also settings_match:
    whether the two sides agree on the learning rate, batch size, epochs, prior precision, schedule, ER's replay
    batch and coreset size, the λ grid of ewc1-5 and the (λ, ξ) grid of si1-15.
-2. end of task, from the same parameters and task t's real data (`bcl.data.load_sequence('cisplit2diris')`):
+2. end of task, from the same parameters and task t's real data (`bcl.data.load_sequence(sequence)`):
    - ewc-end: the Fisher (computed from a zero Hessian), the accumulated Hessian H0 + F (H0 = precision at t1,
      random at t3), and the anchor. Both sides use the EXPECTED Fisher, mean_i Σ_c p_c(x_i) (∂ log p_c(x_i)/∂θ)²
      under the model's own p (theirs bcl/train/trainer/smi/simple.py:150-169; ours `bcl.map.expected_fisher`).
@@ -155,7 +155,9 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
     suite = map_suite(model, likelihood, **map_settings(setup.setup))
     tasks = [(np.asarray(t.train.xs, np.float32), np.asarray(t.train.ys, np.int32))
              for t in load_sequence(sequence).tasks]
-    assert all(len(ys) == n_train for _, ys in tasks), "HARNESS_SEQUENCES' n_train must be the task size"
+    if any(len(ys) != n_train for _, ys in tasks):
+        raise ValueError(f"HARNESS_SEQUENCES[{sequence!r}]['n_train'] is {n_train}, but the tasks hold "
+                         f"{[len(ys) for _, ys in tasks]} training points: set it to the task size.")
     inputs, ours, cases = {}, {}, []
     root = jax.random.key(seed)
 
@@ -280,11 +282,9 @@ def _real_rows(rows, mask) -> np.ndarray:
 def _empirical_fisher(model, likelihood, params, xs, ys):
     "mean_i (∇θ log p_{y_i}(x_i))²: what an empirical-Fisher EWC would add (for the sensitivity line only)."
     import jax
-    import jax.numpy as jnp
+    from bcl.train import class_logits
     def log_p(p, x, y):
-        out = model.apply(p, x[None])[0]
-        logits = jnp.concatenate([jnp.zeros(1, out.dtype), out]) if likelihood == "sigmoid" else out
-        return jax.nn.log_softmax(logits)[y]
+        return jax.nn.log_softmax(class_logits(model.apply(p, x[None])[0], likelihood))[y]
     grads = jax.vmap(jax.grad(log_p), in_axes=(None, 0, 0))(params, xs, ys)
     return jax.tree.map(lambda g: (g ** 2).mean(0), grads)
 
