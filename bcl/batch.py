@@ -263,6 +263,7 @@ def positive_int(text: str) -> int:
 
 def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     "The command line of the batch."
+    from bcl.plan import SCHEDULES
     parser = argparse.ArgumentParser(prog=prog, description="Regenerate Table faa and the visualisation figures as "
                                      "papermill runs on Dask (bcl.batch, nbs/15b_batch.ipynb).")
     parser.add_argument("target", type=str.lower, choices=TARGETS)
@@ -270,7 +271,9 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     parser.add_argument("--cells", nargs="*", help="shell patterns on COLUMN/METHOD")
     parser.add_argument("--subset", choices=("representative",), help="one cell per column and per method")
     parser.add_argument("--seeds", type=positive_int, default=None, help="seeds 0..N-1 (default 5; smoke 2)")
-    parser.add_argument("--schedule", choices=("epochs", "steps"), default="epochs")
+    parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs",
+                        help="epochs (the paper's), steps (the paper's optimiser steps per task), matched (prior "
+                        "terms weighted as for the paper's task size), steps-matched (both)")
     parser.add_argument("--scheduler", help="address or scheduler file of an existing Dask scheduler")
     parser.add_argument("--workers", type=positive_int, help="LocalCluster workers (default: one per GPU, or one)")
     parser.add_argument("--slurm", type=positive_int, metavar="JOBS",

@@ -69,7 +69,10 @@ def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: 
             "seeds": [int(s) for s in seeds],
             "grid": {k: np.asarray(v).tolist() for k, v in sorted(hyper.items())},
             "training": {"epochs": int(method.training.epochs), "batch_size": int(method.training.batch_size),
-                         "task_keys": task_keys},
+                         "task_keys": task_keys,
+                         # a matched run (data_scale != 1) never resumes another; others keep their fingerprint
+                         **({"data_scale": float(method.training.data_scale)}
+                            if method.training.data_scale != 1.0 else {})},
             "code": code_version()}
 
 def _short(value) -> str:

@@ -128,12 +128,14 @@ def ledger_main(argv: list[str] | None = None) -> int:
     "`bcl-ledger faa [--profile P] [--schedule epochs|steps] [--out DIR] [--tables DIR] [--figures DIR] [--drop-previous]`."
     from bcl.core import figures_dir
     from bcl.ledger import SCHEDULE_LABELS, ledger_entries, write_ledger
-    from bcl.plan import run_name
+    from bcl.plan import SCHEDULES, run_name
     parser = argparse.ArgumentParser(prog="bcl-ledger", description="Assemble the ledger of Table faa: every cell "
                                      "of ours beside the paper's, as markdown, LaTeX, JSON and a figure.")
     parser.add_argument("table", type=str.lower, choices=("faa",))
     parser.add_argument("--profile", type=str.lower, default="offline", choices=tuple(LEDGER_TITLES))
-    parser.add_argument("--schedule", choices=("epochs", "steps"), default="epochs")
+    parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs",
+                        help="epochs (the paper's), steps (the paper's optimiser steps per task), matched (prior "
+                        "terms weighted as for the paper's task size), steps-matched (both)")
     parser.add_argument("--out", help="results folder of the batch (default results/table)")
     parser.add_argument("--tables", help="default experiments/tables under the project root")
     parser.add_argument("--figures", help="default the figures folder (bcl.core.figures_dir)")
@@ -148,7 +150,7 @@ def ledger_main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     figures = Path(args.figures) if args.figures else figures_dir()
-    title = LEDGER_TITLES[args.profile] + (f" ({SCHEDULE_LABELS['steps']})" if args.schedule == "steps" else "")
+    title = LEDGER_TITLES[args.profile] + (f" ({SCHEDULE_LABELS[args.schedule]})" if args.schedule != "epochs" else "")
     projection_file = tables / f"faa_{name}_projection.json"
     projection = json.loads(projection_file.read_text()) if projection_file.exists() else None
     other_schedule = "steps" if args.schedule == "epochs" else "epochs"

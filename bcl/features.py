@@ -97,7 +97,7 @@ def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float,
     n, batch_size = len(split.ys), method.training.batch_size
     nb = n_batches(n, batch_size)
     hyper = {"learning_rate": jnp.float32(learning_rate)}
-    task = TaskInfo(jnp.int32(t), n, nb)
+    task = TaskInfo(jnp.int32(t), n, nb, method.training.data_scale)
     optimiser = onecycle_adam(hyper["learning_rate"], method.training.epochs * nb)
     grad_fn = jax.value_and_grad(method.loss, has_aux=True)
 

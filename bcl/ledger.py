@@ -249,7 +249,9 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
     return fig
 
 # %% ../nbs/14_ledger.ipynb #77be82cf
-SCHEDULE_LABELS = {"epochs": "the paper's epochs per task", "steps": "the paper's optimiser steps per task"}
+SCHEDULE_LABELS = {"epochs": "the paper's epochs per task", "steps": "the paper's optimiser steps per task",
+                   "matched": "prior terms matched to the paper's task size",
+                   "steps-matched": "the paper's steps and prior terms matched"}
 
 def ledger_entries(tables_folder: str | os.PathLike, name: str) -> dict[tuple[str, str], Entry]:
     "Every (column, method) of Table faa from the ledger JSON `faa_<name>.json`: its finished cells, the rest not run."

@@ -43,9 +43,9 @@ def map_predict(model: Model, likelihood: str):
         return predict_probabilities(model.apply(params, xs), likelihood)
     return predict
 
-def _map_loss(model, likelihood, precision, params, batch, n_batches, class_weights=None):
+def _map_loss(model, likelihood, precision, params, batch, penalty_batches, class_weights=None):
     nll = nll_sum(model.apply(params, batch.xs), batch.ys, likelihood, batch.mask, class_weights)
-    penalty = l2_penalty(params, precision) / n_batches
+    penalty = l2_penalty(params, precision) / penalty_batches
     return nll + penalty, {"nll": nll, "penalty": penalty}
 
 def _check_settings(batch_size, epochs, precision):
@@ -66,7 +66,7 @@ def finetuning(model: Model, likelihood: str, *, batch_size: int, epochs: int, p
     def init(key, sequence):
         return MethodState(model.init(key), ())
     def loss(params, memory, key, batch, hyper, task):
-        return _map_loss(model, likelihood, precision, params, batch, task.n_batches, weights)
+        return _map_loss(model, likelihood, precision, params, batch, task.penalty_batches, weights)
     settings = dict(batch_size=batch_size, epochs=epochs, precision=precision,
                     class_weights=None if weights is None else weights.tolist())
     return Method("finetuning", model, likelihood, init, loss, _no_update, map_predict(model, likelihood),
@@ -122,7 +122,7 @@ def _consolidation_loss(model, likelihood, precision):
         nll = nll_sum(model.apply(params, batch.xs), batch.ys, likelihood, batch.mask)
         first = l2_penalty(params, precision)
         later = hyper["lam"] * quadratic_penalty(params, memory.minimum, memory.hessian)
-        penalty = jnp.where(task.index == 1, first, later) / task.n_batches
+        penalty = jnp.where(task.index == 1, first, later) / task.penalty_batches
         return nll + penalty, {"nll": nll, "penalty": penalty}
     return loss
 
@@ -191,7 +191,7 @@ def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, co
     def loss(params, memory, key, batch, hyper, task):
         replay = coreset_draw(key, memory, coreset_batch)
         joined = Batch(*(jnp.concatenate([a, b.astype(a.dtype)]) for a, b in zip(batch, replay)))
-        return _map_loss(model, likelihood, precision, params, joined, task.n_batches)
+        return _map_loss(model, likelihood, precision, params, joined, task.penalty_batches)
     def end_task(key, state, split, hyper, task):
         return MethodState(state.params, coreset_add(key, state.memory, split))
     return Method("er", model, likelihood, init, loss, end_task, map_predict(model, likelihood), Training(batch_size, epochs),

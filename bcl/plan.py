@@ -16,8 +16,8 @@ from .paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, Column, Sequenc
 # %% auto #0
 __all__ = ['USER_COLUMNS', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING', 'COMPONENT_NOISE', 'PAPER_TRAIN_POINTS',
            'SCHEDULES', 'SMOKE', 'table_column', 'register_column', 'CellPlan', 'check_profile', 'plan_cell',
-           'data_inputs', 'missing_data', 'run_name', 'cell_parameters', 'import_plugins', 'plugin_versions',
-           'data_manifest', 'cell_hash']
+           'data_inputs', 'missing_data', 'Schedule', 'check_schedule', 'run_name', 'cell_parameters', 'import_plugins',
+           'plugin_versions', 'data_manifest', 'cell_hash']
 
 # %% ../nbs/12b_plan.ipynb #88d0b480
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
@@ -131,13 +131,24 @@ def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
 # %% ../nbs/12b_plan.ipynb #18aca57f
 PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,
                       "displitcifar8": 32_000}  # 80 % of the training set of the classes used (Appendix A)
-SCHEDULES = ("epochs", "steps")
+class Schedule(NamedTuple):
+    "How a cell scales its training to the paper's data size: optimiser steps per task, and the per-batch prior terms."
+    paper_steps: bool  # the setup's epochs times (the paper's training points / ours): the paper's steps per task
+    paper_weights: bool  # prior, KL and penalty terms per batch as for a task of the paper's size (Training.data_scale)
+
+SCHEDULES = {"epochs": Schedule(False, False), "steps": Schedule(True, False),
+             "matched": Schedule(False, True), "steps-matched": Schedule(True, True)}
+
+def check_schedule(schedule: str) -> Schedule:
+    "The `Schedule` called `schedule`; `ValueError` naming the choices."
+    if not isinstance(schedule, str) or schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {tuple(SCHEDULES)}, got {schedule!r}.")
+    return SCHEDULES[schedule]
 
 def run_name(profile: str, schedule: str) -> str:
-    "The name of a profile's batch folder and ledger: `<profile>`, or `<profile>-steps` with the paper's optimiser steps."
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
-    return profile if schedule == "epochs" else f"{profile}-steps"
+    "The name of a profile's batch folder and ledger: `<profile>` for the paper's epochs, else `<profile>-<schedule>`."
+    check_schedule(schedule)
+    return profile if schedule == "epochs" else f"{profile}-{schedule}"
 SMOKE = dict(epochs=1, batch_size=4, n_inducing=8, sample_size=2, predict_sample_size=2, mock_examples=3000, points=16,
              pretrain_examples=48, pretrain_epochs=1)
 
@@ -150,8 +161,7 @@ def cell_parameters(column: str, method: str, profile: str, seeds: Sequence[int]
     if not isinstance(seeds, list) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                                                          for s in seeds) or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct non-negative integers, got {seeds!r}.")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
+    check_schedule(schedule)
     from bcl.mixture import COMPONENT_NOISE as NOISES
     noise = COMPONENT_NOISE[plan.profile] if component_noise is None else component_noise
     if noise not in NOISES:

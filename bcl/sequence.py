@@ -321,7 +321,8 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
         def train_then_end(key, state, hyper, xs, ys, index, *n_real):
             state, losses, aux = train(key[0], state, hyper, xs, ys, index, *n_real)
             n = n_real[0] if padded else n_rows
-            task = TaskInfo(index, n, (n + method.training.batch_size - 1) // method.training.batch_size)
+            task = TaskInfo(index, n, (n + method.training.batch_size - 1) // method.training.batch_size,
+                            method.training.data_scale)
             return method.end_task(key[1], state, Split(xs, ys), hyper, task), losses, aux
         return vmap_program(train_then_end)
     _EpochProgress.bar = None if epoch_bar.disable else epoch_bar

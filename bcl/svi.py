@@ -230,7 +230,7 @@ def _kl_weight(space: str, focus: str, kl_weighting: str, batch_size: int, cores
     "`kl_weight(task)`: VCL 1/(batches per task); P-S-FSVI B/C over the task index; L-S-FSVI B/M ('paper': B/C both)."
     def kl_weight(task):
         if space == "parameter":
-            return 1.0 / task.n_batches
+            return 1.0 / task.penalty_batches
         if focus == "prior":
             scale = 1.0 if kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
             return batch_size / coreset_batch * scale

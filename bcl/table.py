@@ -17,12 +17,13 @@ import numpy as np
 
 from .core import TaskSequence, atomic_write_json
 from .paper import FAA_PUBLISHED, TABLE_METHODS, USER_METHODS, map_settings, method_label, svi_settings
-from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_parameters, data_manifest, plan_cell,
-                      table_column)
+from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_parameters, check_schedule, data_manifest,
+                      plan_cell, table_column)
 
 # %% auto #0
-__all__ = ['REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence', 'schedule_epochs',
-           'cell_settings', 'build_cell_method', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
+__all__ = ['REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence', 'paper_size_ratio',
+           'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method', 'optimiser_steps',
+           'run_cell', 'write_cell', 'read_cell']
 
 # %% ../nbs/13_table.ipynb #c21ad77b
 def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_class: int = 8, seed: int = 0) -> Path:
@@ -91,20 +92,32 @@ def load_cell_sequence(params: dict, data_dir: str | None = None, progress: bool
     return shrink_sequence(sequence, SMOKE["points"]) if plan.profile == "smoke" else sequence
 
 # %% ../nbs/13_table.ipynb #6c55218b
+def paper_size_ratio(params: dict, sequence: TaskSequence) -> tuple[int, int]:
+    "(the paper's training points, ours) of a cell's column: MNIST-5k (48,000, 3,200); `ValueError` if the paper's is unknown."
+    paper = PAPER_TRAIN_POINTS.get(table_column(params["column"]).sequence)
+    if paper is None:
+        raise ValueError(f"No paper training-set size for column {params['column']!r}, which schedule "
+                         f"{params['schedule']!r} needs; use schedule='epochs'.")
+    return paper, sum(len(task.train.ys) for task in sequence.tasks)
+
 def schedule_epochs(params: dict, sequence: TaskSequence, epochs: int) -> int:
     """Epochs per task: the override's, else the smoke profile's (`SMOKE["epochs"]`), else the setup's, scaled to the
-    paper's optimiser steps for `schedule='steps'`."""
+    paper's optimiser steps for the schedules with `paper_steps` ('steps', 'steps-matched')."""
     if params.get("epochs") is not None:
         return params["epochs"]
     if params["profile"] == "smoke":
         return SMOKE["epochs"]
-    if params["schedule"] == "epochs":
+    if not check_schedule(params["schedule"]).paper_steps:
         return epochs
-    paper = PAPER_TRAIN_POINTS.get(table_column(params["column"]).sequence)
-    if paper is None:
-        raise ValueError(f"No paper training-set size for column {params['column']!r}; use schedule='epochs'.")
-    ours = sum(len(task.train.ys) for task in sequence.tasks)
+    paper, ours = paper_size_ratio(params, sequence)
     return max(epochs, math.ceil(epochs * paper / ours))
+
+def schedule_data_scale(params: dict, sequence: TaskSequence) -> float:
+    "`Training.data_scale` of a cell: 1, or the paper's training points over ours (at least 1) for 'matched' schedules."
+    if not check_schedule(params["schedule"]).paper_weights:
+        return 1.0
+    paper, ours = paper_size_ratio(params, sequence)
+    return max(1.0, paper / ours)
 
 def _smallest_task(sequence: TaskSequence) -> int:
     return min(len(task.train.ys) for task in sequence.tasks)
@@ -158,7 +171,10 @@ def build_cell_method(params: dict, sequence: TaskSequence):
         kwargs = dict(settings)
         hyper = {"learning_rate": kwargs.pop("learning_rate")}
         method_obj = svi_method(method, model, sequence.likelihood, **kwargs)
-    return method_obj, hyper, {"model": model_settings, "method": settings}
+    data_scale = schedule_data_scale(params, sequence)
+    if data_scale != 1.0:
+        method_obj = method_obj.with_training(data_scale=data_scale)
+    return method_obj, hyper, {"model": model_settings, "method": settings, "data_scale": data_scale}
 
 # %% ../nbs/13_table.ipynb #fa89cabe
 def _per_seed(matrix: np.ndarray, chosen: np.ndarray) -> np.ndarray:

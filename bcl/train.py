@@ -121,6 +121,12 @@ class TaskInfo(NamedTuple):
     index: Any
     n_train: int
     n_batches: int
+    data_scale: float = 1.0  # the task counts as `data_scale` times its N_t in the per-batch share of prior terms
+
+    @property
+    def penalty_batches(self):
+        "What a per-batch prior, KL or consolidation term is divided by: `n_batches` times `data_scale`."
+        return self.n_batches if self.data_scale == 1.0 else self.n_batches * self.data_scale
 
 class Training(NamedTuple):
     "How the engine trains a method, apart from what the method computes: minibatches, epochs, compile hints."
@@ -128,6 +134,7 @@ class Training(NamedTuple):
     epochs: int  # passes over each task's training data
     pad_tasks: bool = False  # one compiled program for tasks of different sizes (see make_task_program)
     draws_per_step: int = 1  # parameter draws per loss or predict call (S of sampling methods); sets the compile level
+    data_scale: float = 1.0  # prior terms weighted as if each task had data_scale times its points (`TaskInfo`)
 
 class Method(NamedTuple):
     "A continual-learning method as pure functions, and the `Training` the engine gives it; see the contract above."
@@ -209,7 +216,7 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
             nb = (n + batch_size - 1) // batch_size
         else:
             n, nb = n_rows, slots
-        task = TaskInfo(index, n, nb)
+        task = TaskInfo(index, n, nb, method.training.data_scale)
         optimiser = onecycle_adam(hyper["learning_rate"], epochs * nb)
         flat_params, unravel = ravel_pytree(state.params)
 

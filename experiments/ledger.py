@@ -1,6 +1,7 @@
 """Assemble the ledger of Table faa: every cell of ours beside the paper's, as markdown, LaTeX and a figure.
 
-Usage: python experiments/ledger.py faa [--profile offline|paper|smoke] [--schedule epochs|steps] [--out DIR]
+Usage: python experiments/ledger.py faa [--profile offline|paper|smoke] [--out DIR]
+                                        [--schedule epochs|steps|matched|steps-matched]
                                         [--tables DIR] [--figures DIR]
        (after `pip install .`: bcl-ledger faa [...])
 

@@ -1,7 +1,7 @@
 """Project the wall time of every Table faa cell of a profile from measured seconds per optimiser step.
 
 Usage:
-  python experiments/project_table.py faa [--profile offline|paper|smoke] [--schedule epochs|steps]
+  python experiments/project_table.py faa [--profile offline|paper|smoke] [--schedule epochs|steps|matched|steps-matched]
                                           [--measured FILE.jsonl ...] [--out DIR] [--tables DIR]
 
 For every cell whose data is on this machine, the cell's exact optimiser steps (its own sequence and method,
@@ -186,10 +186,11 @@ def _timed_s_per_step(numbers: dict) -> float:
 
 
 def main(argv=None) -> int:
+    from bcl.plan import SCHEDULES
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("table", type=str.lower, choices=("faa",))
     parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
-    parser.add_argument("--schedule", choices=("epochs", "steps"), default="epochs")
+    parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs")
     parser.add_argument("--measured", nargs="*", default=[], help="JSONL files of benchmarks/gpu.py")
     parser.add_argument("--out", help="results folder of the batch (default results/table)")
     parser.add_argument("--data-dir", default=None)

@@ -2,7 +2,8 @@
 
 Usage (from a checkout; after `pip install .` the same command is `bcl-table`):
   python experiments/run_table.py faa|visualisation|all|custom [--profile paper|offline|smoke] [--cells FILTER ...]
-                                 [--seeds N] [--schedule epochs|steps] [--scheduler ADDRESS|FILE] [--workers N]
+                                 [--seeds N] [--schedule epochs|steps|matched|steps-matched]
+                                 [--scheduler ADDRESS|FILE] [--workers N]
                                  [--slurm JOBS [--slurm-config FILE]] [--out DIR] [--data-dir DIR]
                                  [--subset representative] [--plugins MODULE ...] [--epochs N] [--dry-run]
 
