@@ -127,7 +127,7 @@ LEDGER_TITLES = {"paper": "Table faa: ours against the paper",
 def ledger_main(argv: list[str] | None = None) -> int:
     "`bcl-ledger faa [--profile P] [--schedule epochs|steps] [--out DIR] [--tables DIR] [--figures DIR] [--drop-previous]`."
     from bcl.core import figures_dir
-    from bcl.ledger import SCHEDULE_LABELS, ledger_entries, write_ledger
+    from bcl.ledger import SCHEDULE_LABELS, ledger_entries, read_explanations, write_ledger
     from bcl.plan import SCHEDULES, run_name
     parser = argparse.ArgumentParser(prog="bcl-ledger", description="Assemble the ledger of Table faa: every cell "
                                      "of ours beside the paper's, as markdown, LaTeX, JSON and a figure.")
@@ -157,8 +157,14 @@ def ledger_main(argv: list[str] | None = None) -> int:
     other_name = run_name(args.profile, other_schedule)
     compare = ((args.schedule, other_schedule, ledger_entries(tables, other_name))
                if (tables / f"faa_{other_name}.json").exists() else None)
+    schedules = None
+    if args.schedule == "epochs":  # the headline ledger sets every schedule side by side and judges on `matched`
+        others = {s: ledger_entries(tables, run_name(args.profile, s)) for s in SCHEDULES
+                  if s != "epochs" and (tables / f"faa_{run_name(args.profile, s)}.json").exists()}
+        explanations = read_explanations(tables / f"faa_{args.profile}_explanations.json", project_root())
+        schedules = ("epochs", others, explanations)
     paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,
-                         compare=compare)
+                         compare=compare, schedules=schedules)
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -15,15 +15,20 @@ import numpy as np
 from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE_METHODS
 
 # %% auto #0
-__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'NEEDS_GPU_HOURS', 'STATUSES', 'NO_PUBLISHED', 'SCHEDULE_LABELS', 'Entry', 'tolerance',
-           'judge', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text',
-           'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section', 'write_ledger']
+__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', 'NEEDS_GPU_HOURS', 'SUBSTITUTE_STATUSES',
+           'STATUSES', 'NO_PUBLISHED', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'Entry', 'tolerance', 'judge',
+           'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text',
+           'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section', 'schedule_value',
+           'read_explanations', 'verdict', 'schedules_section', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
 AGREE_SDS = 2.0  # ... or within this many of our seed standard deviations
+SUBSTITUTE_POINTS = 3.0  # on substitute data: |Δ| within this many points (or AGREE_SDS sd) agrees
+EXPLAIN_POINTS = 5.0  # a cell off by more than this under every schedule needs a measured explanation
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is listed as "needs a GPU"
-STATUSES = ("agrees", "differs", "substitute data", "data not present", "failed", "needs a GPU", "not run")
+SUBSTITUTE_STATUSES = ("agrees on substitute data", "differs on substitute data")
+STATUSES = ("agrees", "differs", *SUBSTITUTE_STATUSES, "data not present", "failed", "needs a GPU", "not run")
 NO_PUBLISHED = "no published number"  # a registered column or method (bcl.plan.register_column): nothing to compare
 
 class Entry(NamedTuple):
@@ -43,20 +48,22 @@ class Entry(NamedTuple):
     def delta(self) -> float | None:
         return None if self.mean is None or self.paper is None else self.mean - self.paper
 
-def tolerance(sd: float | None) -> float:
-    "The agreement tolerance in points: max(2, 2 sd)."
-    return max(AGREE_POINTS, AGREE_SDS * (sd or 0.0))
+def tolerance(sd: float | None, substitute: bool = False) -> float:
+    "The agreement tolerance in points: max(2, 2 sd); on substitute data max(3, 2 sd)."
+    return max(SUBSTITUTE_POINTS if substitute else AGREE_POINTS, AGREE_SDS * (sd or 0.0))
 
 def judge(mean: float, sd: float, paper: float, substitute: str | None) -> str:
-    "'substitute data' for other data; else 'agrees' within `tolerance(sd)` of the paper, 'differs' beyond."
+    "'agrees' within `tolerance(sd)` of the paper, 'differs' beyond; on other data, the same words 'on substitute data'."
+    agrees = abs(mean - paper) <= tolerance(sd, bool(substitute))
     if substitute:
-        return "substitute data"
-    return "agrees" if abs(mean - paper) <= tolerance(sd) else "differs"
+        return SUBSTITUTE_STATUSES[0 if agrees else 1]
+    return "agrees" if agrees else "differs"
 
 def entry_from_record(record: dict) -> Entry:
     "The entry of a cell as a previous ledger's JSON recorded it (`write_ledger`), judged again, marked `kept`."
     paper = FAA_PUBLISHED.get(record["column"], {}).get(record["method"])
-    substitute = record.get("substitute", record["note"] if record["status"] == "substitute data" else None)
+    was_substitute = record["status"] in SUBSTITUTE_STATUSES or record["status"] == "substitute data"  # older ledgers
+    substitute = record.get("substitute", record["note"] if was_substitute else None)
     status = NO_PUBLISHED if paper is None else judge(record["mean"], record["sd"], paper, substitute)
     return Entry(record["column"], record["method"], record["mean"], record["sd"], record["n"], paper, status,
                  substitute or "", record.get("code") or "", kept=True)
@@ -235,7 +242,7 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
                     color="tab:blue", label="ours (mean ± sd)")
         if not ran:
             ax.text(0.5, 0.5, es[0].status, transform=ax.transAxes, ha="center", fontsize=8, color="0.4")
-        ax.set_title(c.label + (" *" if any(e.status == "substitute data" for e in es) else ""), fontsize=8)
+        ax.set_title(c.label + (" *" if any(e.status in SUBSTITUTE_STATUSES for e in es) else ""), fontsize=8)
         ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
         ax.set_ylim(0, 100)
         ax.grid(axis="y", alpha=0.3)
@@ -288,12 +295,92 @@ def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
             lines.append(f"| {c.label} | {name} | {word(o['paper'])} | {word(o['ours'])} | {word(theirs[name]['ours'])} |")
     return "\n".join(lines) + "\n"
 
+# %% ../nbs/14_ledger.ipynb #40c3c358
+UNCHANGED_BY_MATCHING = ("p-g-sfsvi", "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi")  # KL weights B/(tC), B/M: no N_t
+_MATCHED_BASE = {"matched": "epochs", "steps-matched": "steps"}  # what a matched schedule leaves unchanged
+
+def schedule_value(ledgers: dict, schedule: str, column: str, method: str) -> Entry | None:
+    """The entry of (column, method) under `schedule`, from `ledgers` ({schedule: entries}); for a method the matched
+    schedules leave unchanged (`UNCHANGED_BY_MATCHING`) the unmatched schedule's entry; None when not run."""
+    entries = ledgers.get(schedule)
+    e = entries.get((column, method)) if entries else None
+    if (e is None or e.mean is None) and schedule in _MATCHED_BASE and method in UNCHANGED_BY_MATCHING:
+        return schedule_value(ledgers, _MATCHED_BASE[schedule], column, method)
+    return e if e is not None and e.mean is not None else None
+
+def read_explanations(path: str | os.PathLike, root: str | os.PathLike) -> dict[str, dict]:
+    """{'column/method' pattern: {'why', 'diagnosis'}} of the JSON file `path`, or {} if absent; `ValueError` for an
+    explanation whose diagnosis (a path under `root`) is not there: every explanation points to a measurement."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    explanations = json.loads(path.read_text())
+    for pattern, e in explanations.items():
+        if not isinstance(e, dict) or not e.get("why") or not e.get("diagnosis"):
+            raise ValueError(f"{path}: the explanation of {pattern!r} needs 'why' (one line) and 'diagnosis' (a path).")
+        if not (Path(root) / e["diagnosis"]).exists():
+            raise ValueError(f"{path}: the diagnosis {e['diagnosis']!r} of {pattern!r} is not under {root}; commit "
+                             "the measurement first.")
+    return explanations
+
+def verdict(ledgers: dict, column: str, method: str, explanations: dict) -> tuple[str, str]:
+    """(status, explanation) of a cell: its status under 'matched' (else under 'epochs', marked), and for a cell off
+    by more than `EXPLAIN_POINTS` under every schedule run, the first explanation whose pattern matches, or
+    'unexplained'."""
+    import fnmatch
+    judged = schedule_value(ledgers, "matched", column, method)
+    status = judged.status if judged else None
+    if judged is None:
+        epochs = schedule_value(ledgers, "epochs", column, method)
+        status = f"{epochs.status} (epochs; matched not run)" if epochs else "not run"
+    ran = [e for s in SCHEDULE_LABELS if (e := schedule_value(ledgers, s, column, method)) is not None]
+    if not ran or min(abs(e.delta) for e in ran) <= EXPLAIN_POINTS:
+        return status, ""
+    for pattern, e in explanations.items():
+        if fnmatch.fnmatchcase(f"{column}/{method}", pattern):
+            return status, f"{e['why']} ([diagnosis]({e['diagnosis']}))"
+    return status, "unexplained"
+
+def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..") -> str:
+    """Markdown: every cell run on substitute data under any schedule, ours under each beside the paper, its verdict
+    (`verdict`) and the counts: agree, differ by at most `EXPLAIN_POINTS`, differ more (explained or not)."""
+    lines = ["## The schedules side by side: the verdict on substitute data\n",
+             f"A substitute cell agrees when |Δ| ≤ max({SUBSTITUTE_POINTS:g} points, {AGREE_SDS:g} sd) under the matched "
+             "schedule (prior terms weighed as for the paper's task size); S-FSVI, which the matching leaves unchanged, "
+             "carries its unmatched numbers over (marked =). A cell off by more than "
+             f"{EXPLAIN_POINTS:g} points under every schedule run needs a measured explanation.\n",
+             "| column | method | " + " | ".join(SCHEDULE_LABELS) + " | paper | verdict | explanation |",
+             "|---|---|" + "---|" * (len(SCHEDULE_LABELS) + 3)]
+    counts = {"agree": 0, "differ ≤ 5": 0, "explained": 0, "unexplained": 0, "not judged": 0}
+    for c in FAA_COLUMNS:
+        for m in TABLE_METHODS:
+            values = {s: schedule_value(ledgers, s, c.key, m) for s in SCHEDULE_LABELS}
+            if not any(v is not None and v.status in SUBSTITUTE_STATUSES for v in values.values()):
+                continue
+            status, why = verdict(ledgers, c.key, m, explanations)
+            own = lambda s: (ledgers.get(s) or {}).get((c.key, m))
+            cells = [("–" if v is None else f"{v.mean:.2f} ± {v.sd:.2f}" +
+                      (" =" if s in _MATCHED_BASE and (own(s) is None or own(s).mean is None) else ""))
+                     for s, v in values.items()]
+            paper = next(v.paper for v in values.values() if v is not None)
+            lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
+                         f" | {paper:.2f} | {status} | {why.replace('](', f']({link_root}/')} |")
+            key = ("not judged" if "matched not run" in status else "agree" if status.startswith("agrees") else
+                   "unexplained" if why == "unexplained" else "explained" if why else "differ ≤ 5")
+            counts[key] += 1
+    lines += ["", "| agree (matched) | differ by ≤ 5 points | differ more, explained | differ more, unexplained | "
+              "not judged (matched not run) |", "|---|---|---|---|---|",
+              "| " + " | ".join(str(counts[k]) for k in counts) + " |", ""]
+    return "\n".join(lines) + "\n"
+
 # %% ../nbs/14_ledger.ipynb #47eb8de8
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
-                 compare: tuple[str, str, dict] | None = None) -> dict[str, Path]:
+                 compare: tuple[str, str, dict] | None = None,
+                 schedules: tuple[str, dict, dict] | None = None) -> dict[str, Path]:
     """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
-    other schedule, the other ledger's entries) appends `schedule_section`."""
+    other schedule, the other ledger's entries) appends `schedule_section`; `schedules` = (this schedule, {other
+    schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict."""
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json
@@ -306,6 +393,9 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     if compare:
         section = schedule_section(entries, compare[2], compare[0], compare[1])
         text += "\n" + section if section else ""
+    ledgers = {schedules[0]: entries} | schedules[1] if schedules else {}
+    if schedules:
+        text += "\n" + schedules_section(ledgers, schedules[2])
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),
              "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
     cells = {}
@@ -321,6 +411,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
             record["provenance"] = {k: numbers["provenance"].get(k) for k in ("bcl_code", "git", "packages", "backend",
                                                                                "devices", "cpu", "xla_flags")}
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
+        if schedules and e.status in SUBSTITUTE_STATUSES:
+            record["verdict"], record["explanation"] = verdict(ledgers, column, method, schedules[2])
         cells[f"{column}/{method}"] = record
     summary = {s: sum(e.status == s for e in entries.values()) for s in STATUSES}
     paths["json"] = atomic_write_json(tables_folder / f"faa_{name}.json", {
