@@ -11,8 +11,10 @@
 #   steps        benchmarks/gpu.py: every method (or BCL_GPU_METHODS) on the FCNN, the MNIST CNN and the 6-layer CNN (or
 #                BCL_GPU_MODELS), 5 seeds, beside the CPU figures of cpu_quick_collapsed.jsonl; BCL_GPU_JOBS (4)
 #                measurements compile side by side and time one at a time                    -> OUT/gpu_steps.jsonl
-#   cells        bcl-table faa --profile offline on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell
-#                -> OUT/cells.jsonl, their numbers.json and executed notebooks -> OUT/cells.tar.gz
+#   cells        bcl-table faa --profile offline --schedule BCL_GPU_SCHEDULE (epochs; or matched, steps, steps-matched)
+#                on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell -> OUT/cells.jsonl, their
+#                numbers.json and executed notebooks -> OUT/cells.tar.gz. The matched schedule's CNN VCL cells:
+#                BCL_GPU_SCHEDULE=matched BCL_GPU_CELLS="*-mnist-cnn/*-vcl *-mnist-cnn/ewc *-mnist-cnn/si"
 #   smoke        bcl-table faa --profile smoke --subset representative (mock data, one cell per column and per
 #                method) on the GPU                                                              -> OUT/smoke.jsonl
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
@@ -73,11 +75,13 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
         --out "$OUT/gpu_steps.jsonl" >/dev/null 2>"$OUT/gpu_steps.err"
       echo "steps: exit $?, $(wc -l <"$OUT/gpu_steps.jsonl" 2>/dev/null || echo 0) lines" ;;
     cells)
+      schedule=${BCL_GPU_SCHEDULE:-epochs}
+      [ "$schedule" = epochs ] && run=offline || run=offline-$schedule
       # shellcheck disable=SC2086
       timeout "$(within "${BCL_GPU_CELLS_S:-270}")" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
-        --workers "${BCL_GPU_WORKERS:-1}" --cells $CELLS 2>&1 | grep -v "WARNING\|warn" | tail -8
-      cell_lines /tmp/gpu-table/offline >"$OUT/cells.jsonl"; echo "cells: $(wc -l <"$OUT/cells.jsonl") done"
-      (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" offline/*/*/numbers.json offline/*/*/*.ipynb) ;;
+        --schedule "$schedule" --workers "${BCL_GPU_WORKERS:-1}" --cells $CELLS 2>&1 | grep -v "WARNING\|warn" | tail -8
+      cell_lines "/tmp/gpu-table/$run" >"$OUT/cells.jsonl"; echo "cells: $(wc -l <"$OUT/cells.jsonl") done"
+      (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" "$run"/*/*/numbers.json "$run"/*/*/*.ipynb) ;;
     smoke)
       timeout "$(within "${BCL_GPU_SMOKE_S:-300}")" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
         --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4
