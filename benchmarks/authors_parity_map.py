@@ -180,7 +180,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     setup = target["setup"]
     model = target_model(target)
     low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
-    data = CaseInputs(target, low, high)
+    case_inputs = CaseInputs(target, low, high)
     scenarios = target["scenarios"]
     suite = map_suite(model, likelihood, **map_settings(setup.setup))
     tasks = [(np.asarray(t.train.xs, np.float32), np.asarray(t.train.ys, np.int32))
@@ -222,7 +222,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
 
             # 1. the step objective: our method's loss (what make_task_program differentiates) on a random batch
             b = method.training.batch_size
-            bx, by = data.batch(k["batch"], t, b)
+            bx, by = case_inputs.batch(k["batch"], t, b)
             batch = Batch(cast(bx), by, jnp.ones(b, dtype))
             n_prev = n_train * (t - 1) if name == "joint" else 0  # joint trains on tasks 1..t
             task = TaskInfo(jnp.asarray(t, jnp.int32), n_train + n_prev, n_batches(n_train + n_prev, b))
@@ -230,7 +230,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                 name, ())
             arrays = {"params": params, "xs1": batch.xs, "ys1": batch.ys}
             if name == "er":
-                cx, cy = data.coreset(k["coreset"], len(tasks), s["coreset_size"])
+                cx, cy = case_inputs.coreset(k["coreset"], len(tasks), s["coreset_size"])
                 memory = Coreset(cast(cx), cy, jnp.asarray(t - 1, jnp.int32))
                 replay = coreset_draw(k["step"], memory, s["coreset_batch"])  # what er's loss draws from its key
                 keep = np.asarray(replay.mask) > 0  # all or none: their coreset returns no rows at task 1
