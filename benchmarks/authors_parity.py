@@ -1,9 +1,22 @@
 """Equivalence harness: the authors' VCL and S-FSVI objectives (github.com/blackblitz/bcl at b838074) against `bcl.svi`,
-on identical inputs and identical random draws, for the eight variational methods on the Iris network.
+on identical inputs and identical random draws, for the eight variational methods on the Iris network (the default)
+or on the paper's image networks (`--sequence cisplitmnist5k --network fcnn256|cnn_mnist|cnn6`).
 
 Usage (our environment; the authors' side runs as a subprocess in theirs, see benchmarks/README.md):
   .venv/bin/python benchmarks/authors_parity.py --authors-repo /path/to/blackblitz-bcl \
       --authors-python /path/to/authors-venv/bin/python [--out benchmarks/results/authors_parity.jsonl]
+  .venv/bin/python benchmarks/authors_parity.py ... --sequence cisplitmnist5k --network cnn_mnist
+
+Image networks (`harness_target`): ours `bcl.models.make_model(network, 10, (28, 28, 1))` with the convolution of the
+paper's setup (`patches` for the CNNs), theirs the model of the toml: fcnn256 = FCNN3 256-256-10
+(experiments/svi_cisplitmnist_fcnn.toml, batch 64), cnn_mnist = FECNN4 conv 32, 32, dense 32, 10
+(svi_cisplitmnist_cnn.toml, batch 32), cnn6 = FECNN6 conv 32, 32, 64, 64, dense 64, 10 (svi_cisplitcifar10_cnn.toml,
+the only toml with it; the harness gives it MNIST's 28×28×1 inputs, so its dense layer is 7·7·64 -> 64 instead of
+CIFAR's 8·8·64). The settings are `bcl.paper.svi_settings('image')` / `('image_cnn')`. The CNN trees need no mapping
+(both name the extractor 'tail' and the last layer 'head', with Conv_i/GroupNorm_i/Dense_0 in the same order); the
+`fwd` column checks the forward pass on the same parameters. Inputs are MNIST-5k's own: a random batch of task t's
+training points, a coreset of 256 random training points per task (t-1 stored), 32 test inputs of task t; the
+scenarios are t1 and t2 (one stored coreset task; for prior-focused methods a random previous posterior).
 
 Both packages are called `bcl` and need different JAX versions (ours 0.10, theirs 0.4.28), so the harness runs in two
 processes. This one (ours) builds, for every method and scenario, the variational parameters q, the prior, a minibatch
@@ -22,7 +35,8 @@ Reported per method and scenario (largest relative differences, ours against the
   w     the KL weight, (loss - nll) / kl on each side
   grad  max over the parameter blocks (mean, msd/rho, logit) of max|a-b| / max|a| within the block
   theta the parameter draws θ (shows that both sides use the same noise)
-  pred  the BMA predictive probabilities at 32 inputs in the inducing box
+  pred  the BMA predictive probabilities at 32 inputs in the inducing box (image sequences: test inputs)
+  fwd   the network's logits at q's mean (GM: component 1) at those inputs: the forward pass and the tree mapping
 Scenarios: `t1` (first task: empty coreset, prior N(0, 1)) and `t3` (third task: two stored coreset tasks; for prior-
 focused methods the prior is a previous posterior, random here).
 
@@ -44,6 +58,12 @@ Known differences (seed 0, see benchmarks/README.md "The authors' code"):
   (`bcl.svi._kl_weight`), theirs is a Python float (bcl/train/trainer/svi/replay.py:94-98, 137-141).
 - --x64, S-FSVI: the KL differs by up to ~1e-10 relative (the linearised means and variances agree to 5e-16).
 
+MNIST-5k, FCNN 256-256 (benchmarks/results/authors_parity_cisplitmnist5k_fcnn256.jsonl, float32): every quantity
+<= 1.4e-6 except the GM logit gradients (VCL 1.5e-3 to 2.5e-3, the cause above with component KLs of ~4.3e5;
+S-FSVI 3e-3 to 0.13 on logit gradients of ~0.06, through the T = 1e-3 Gumbel-softmax, not checked in float64: the
+authors' float64 side ran out of memory) and S-FSVI's derived weight w = (loss - nll)/kl (<= 1.1e-5: NLL ~500
+against KL ~10-25). benchmarks/README.md, "The paper's image networks", has the table.
+
 Without --authors-repo/--authors-python, or when the authors' environment cannot import their code, it prints one
 line and exits with status 0.
 """
@@ -62,32 +82,73 @@ import numpy as np
 
 # What a harness needs of a sequence: the authors' experiment (its toml gives their network and trainer blocks), our
 # outputs and likelihood, the label range and the training points per task (bcl.splits / the authors' dataprep).
+# `networks` (image sequences): our network -> the authors' experiment whose toml holds the same network and its
+# trainer blocks (the 6-layer CNN's is CIFAR-10's; the harness runs it on MNIST-shaped inputs, see `harness_target`).
 HARNESS_SEQUENCES = {
     "cisplit2diris": {"experiment": "svi_cisplit2diris_fcnn", "n_outputs": 3, "likelihood": "softmax", "n_classes": 3,
                       "n_train": 32},
     "disinusoid": {"experiment": "svi_disinusoid_fcnn", "n_outputs": 1, "likelihood": "sigmoid", "n_classes": 2,
                    "n_train": 200},
+    "cisplitmnist5k": {"experiment": "svi_cisplitmnist_fcnn", "n_outputs": 10, "likelihood": "softmax",
+                       "n_classes": 10, "n_train": 640, "scenarios": {"t1": 1, "t2": 2},
+                       "networks": {"fcnn256": "svi_cisplitmnist_fcnn", "cnn_mnist": "svi_cisplitmnist_cnn",
+                                    "cnn6": "svi_cisplitcifar10_cnn"}},
 }
-SEQUENCE = "cisplit2diris"  # the variational harness (this file) covers Iris; the MAP harness takes --sequence
+SEQUENCE = "cisplit2diris"  # the default of both harnesses
+NETWORKS = ("fcnn16", "fcnn256", "cnn_mnist", "cnn6")  # --network choices (each valid for some sequence)
 EXPERIMENT = HARNESS_SEQUENCES[SEQUENCE]["experiment"]
 N_TRAIN = HARNESS_SEQUENCES[SEQUENCE]["n_train"]
 N_PRED = 32
-# our method name -> the trainer block id of experiments/svi_cisplit2diris_fcnn.toml
+# our method name -> the trainer block id of the authors' toml (the same ids in every svi_*.toml)
 AUTHORS_IDS = {
     "p-g-vcl": "simple_gvcl", "l-g-vcl": "likelihood_exact_gvcl",
     "p-gm-vcl": "simple_gmvcl", "l-gm-vcl": "likelihood_exact_gmvcl",
     "p-g-sfsvi": "prior_exact_gsfsvi", "l-g-sfsvi": "likelihood_exact_gsfsvi",
     "p-gm-sfsvi": "prior_exact_gmsfsvi", "l-gm-sfsvi": "likelihood_exact_gmsfsvi",
 }
-SCENARIOS = {"t1": 1, "t3": 3}  # task index; t-1 coreset tasks stored
+SCENARIOS = {"t1": 1, "t3": 3}  # task index; t-1 coreset tasks stored (image sequences: `scenarios` above)
 FP_TOL = {False: 1e-4, True: 1e-7}  # float32 / float64 (--x64) level for these sizes; above it a row is flagged
 HERE = Path(__file__).resolve().parent
 
 
-# ---------------------------------------------------------------- parameter trees
+# ---------------------------------------------------------------- sequences, networks, parameter trees
+def harness_target(sequence: str, network: str | None = None) -> dict:
+    """What the harnesses build for `sequence` and `network` (None: the sequence's own network,
+    `bcl.paper.sequence_setup`): our network name, setup (settings row), input shape, convolution, the authors'
+    experiment, scenarios {name: task index}, and whether the inputs are images (then real data of the sequence)."""
+    from bcl.paper import MNIST_CNN, SEQUENCE_SETUPS, sequence_setup
+    about = HARNESS_SEQUENCES[sequence]
+    setup = sequence_setup(sequence)
+    network = network or setup.model
+    networks = about.get("networks", {setup.model: about["experiment"]})
+    if network not in networks:
+        raise SystemExit(f"--network {network} is not compared on {sequence}; choose one of {', '.join(networks)}")
+    if network != setup.model:  # the paper's setup of that network (MNIST's CNN, or the first sequence trained with it)
+        setup = MNIST_CNN if network == MNIST_CNN.model else next(s for s in SEQUENCE_SETUPS.values()
+                                                                   if s.model == network)
+    image = network != "fcnn16"
+    return {"sequence": sequence, "network": network, "setup": setup, "experiment": networks[network],
+            "input_shape": (28, 28, 1) if image else (2,), "image": image,
+            "scenarios": about.get("scenarios", SCENARIOS), **{k: about[k] for k in
+                                                              ("n_outputs", "likelihood", "n_classes", "n_train")}}
+
+
 def to_authors(tree):
-    "Our FCNN tree {'tail': {'Dense_0', 'Dense_1'}, 'head'} -> the authors' FCNN3 tree {'Dense_0', 'Dense_1', 'Dense_2'}."
-    return {"Dense_0": tree["tail"]["Dense_0"], "Dense_1": tree["tail"]["Dense_1"], "Dense_2": tree["head"]}
+    """Our tree -> the authors'. FCNN {'tail': {'Dense_0', 'Dense_1'}, 'head'} -> FCNN3's {'Dense_0', 'Dense_1',
+    'Dense_2'}. The CNNs need no mapping: our `Network(ConvTail)` and their FECNN4/FECNN6 both name the feature
+    extractor 'tail' (Conv_i, GroupNorm_i, Dense_0 in the same order) and the last layer 'head'."""
+    if any(key.startswith("Conv_") for key in tree["tail"]):
+        return {"tail": dict(tree["tail"]), "head": dict(tree["head"])}
+    n = len(tree["tail"])
+    return {**{f"Dense_{i}": tree["tail"][f"Dense_{i}"] for i in range(n)}, f"Dense_{n}": tree["head"]}
+
+
+def from_authors(tree):
+    "The inverse of `to_authors`."
+    if "tail" in tree:
+        return {"tail": dict(tree["tail"]), "head": dict(tree["head"])}
+    n = len(tree) - 1
+    return {"tail": {f"Dense_{i}": tree[f"Dense_{i}"] for i in range(n)}, "head": tree[f"Dense_{n}"]}
 
 
 def flatten(tree, prefix: str, out: dict) -> dict:
@@ -134,8 +195,7 @@ def thetas_from_draws(q, draws, temperature: float = 1e-3):
     import jax
     import jax.numpy as jnp
     from bcl.mixture import Mixture
-    z = {"tail": {"Dense_0": draws["gauss"]["Dense_0"], "Dense_1": draws["gauss"]["Dense_1"]},
-         "head": draws["gauss"]["Dense_2"]}
+    z = from_authors(draws["gauss"])
     if not isinstance(q, Mixture):
         return jax.tree.map(lambda m, r, e: m + jax.nn.softplus(r) * e, q.mean, q.rho, z)
     w = jax.nn.softmax((q.logits + draws["gumbel"]) / temperature, axis=-1)  # (S, K)
@@ -159,35 +219,96 @@ def tree_max_rel(a: dict, b: dict) -> float:
     return diff / scale if scale > 0 else diff
 
 
+# ---------------------------------------------------------------- the inputs of a case
+class CaseInputs:
+    """Batches, coresets and prediction inputs of a case. 2-d sequences: uniform in the inducing box (the draws of
+    the Iris harness, unchanged). Image sequences: the sequence's own data (`bcl.data.load_sequence`), a random batch
+    of task t's training points, a coreset of `size` random training points of every task (the first t-1 stored) and
+    random test inputs of task t."""
+
+    def __init__(self, target: dict, low, high):
+        self.target, self.low, self.high = target, low, high
+        self.tasks = None
+        if target["image"]:
+            from bcl.data import load_sequence
+            self.tasks = load_sequence(target["sequence"]).tasks
+
+    def _pick(self, key, xs, ys, n):
+        import jax
+        import jax.numpy as jnp
+        rows = jax.random.choice(key, len(ys), (n,), replace=False)
+        return jnp.asarray(xs, jnp.float32)[rows], jnp.asarray(ys, jnp.int32)[rows]
+
+    def batch(self, key, t: int, n: int):
+        import jax
+        import jax.numpy as jnp
+        if self.tasks is None:
+            kx, ky = jax.random.split(key)
+            return (jax.random.uniform(kx, (n, *self.low.shape), minval=self.low, maxval=self.high),
+                    jax.random.randint(ky, (n,), 0, self.target["n_classes"]).astype(jnp.int32))
+        task = self.tasks[t - 1].train
+        return self._pick(key, task.xs, task.ys, n)
+
+    def coreset(self, key, n_tasks: int, size: int):
+        "(xs (n_tasks, size, ...), ys (n_tasks, size))."
+        import jax
+        import jax.numpy as jnp
+        if self.tasks is None:
+            kx, ky = jax.random.split(key)
+            return (jax.random.uniform(kx, (n_tasks, size, *self.low.shape), minval=self.low, maxval=self.high),
+                    jax.random.randint(ky, (n_tasks, size), 0, self.target["n_classes"]).astype(jnp.int32))
+        picks = [self._pick(k, task.train.xs, task.train.ys, size)
+                 for k, task in zip(jax.random.split(key, len(self.tasks)), self.tasks)]
+        return jnp.stack([p[0] for p in picks]), jnp.stack([p[1] for p in picks])
+
+    def pred_xs(self, key, t: int, n: int):
+        import jax
+        if self.tasks is None:
+            return jax.random.uniform(key, (n, *self.low.shape), minval=self.low, maxval=self.high)
+        test = self.tasks[t - 1].test
+        return self._pick(key, test.xs, test.ys, n)[0]
+
+
+def target_model(target: dict):
+    "Our network of a `harness_target`, with its setup's convolution (`patches` for the paper's CNNs)."
+    from bcl.models import make_model
+    return make_model(target["network"], target["n_outputs"], target["input_shape"], conv_impl=target["setup"].conv_impl)
+
+
 # ---------------------------------------------------------------- building the cases
-def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
-    "For every method and scenario: our loss value, aux, gradient, θ, predictive, and the authors' inputs."
+def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network: str | None = None,
+                methods=None):
+    "For every method (or those of `methods`) and scenario: our loss, aux, gradient, θ, predictive, the authors' inputs."
     import jax
     import jax.numpy as jnp
     cast = (lambda tree: jax.tree.map(lambda x: x.astype(jnp.float64), tree)) if x64 else (lambda tree: tree)
     from bcl.core import named_keys
     from bcl.mixture import Mixture
-    from bcl.models import make_model
-    from bcl.paper import SVI_METHODS, sequence_setup
+    from bcl.paper import SVI_METHODS
     from bcl.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
                          variational_init, variational_prior)
     from bcl.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
 
-    setup = sequence_setup(SEQUENCE)
-    model = make_model(setup.model, 3, (2,))
+    target = harness_target(sequence, network)
+    setup, n_out, n_train = target["setup"], target["n_outputs"], target["n_train"]
+    model = target_model(target)
     low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
-    suite = svi_suite(model, "softmax", setup.setup, inducing_low=setup.inducing_low,
+    suite = svi_suite(model, target["likelihood"], setup.setup, inducing_low=setup.inducing_low,
                       inducing_high=setup.inducing_high)
+    data = CaseInputs(target, low, high)
+    n_slots = max(3, len(data.tasks or ()))  # coreset task slots (Iris: 3)
     inputs: dict = {}
     ours: dict = {}
     cases = []
     root = jax.random.key(seed)
     for m_index, name in enumerate(SVI_METHODS):
+        if methods and name not in methods:
+            continue
         method, hyper = suite[name]
         s = method.settings
         focus, family, space = name.split("-")
         n_components = s["n_components"]
-        for scenario, t in SCENARIOS.items():
+        for scenario, t in target["scenarios"].items():
             case = f"{name}/{scenario}"
             k = named_keys(jax.random.fold_in(root, 10 * m_index + t), "q", "rho", "prior", "coreset", "batch",
                            "step", "pred", "predxs")
@@ -205,17 +326,12 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
             uses_coreset = focus == "l" or space == "sfsvi"
             coreset = ()
             if uses_coreset:
-                kx, ky = jax.random.split(k["coreset"])
-                size = s["coreset_size"]
-                coreset = Coreset(
-                    jax.random.uniform(kx, (3, size, 2), minval=low, maxval=high),
-                    jax.random.randint(ky, (3, size), 0, 3).astype(jnp.int32),
-                    jnp.asarray(t - 1, jnp.int32))
-            kx, ky = jax.random.split(k["batch"])
+                cx, cy = data.coreset(k["coreset"], n_slots, s["coreset_size"])
+                coreset = Coreset(cast(cx), cy, jnp.asarray(t - 1, jnp.int32))
             batch_size = s["batch_size"]
-            batch = Batch(jax.random.uniform(kx, (batch_size, 2), minval=low, maxval=high),
-                          jax.random.randint(ky, (batch_size,), 0, 3).astype(jnp.int32), jnp.ones(batch_size))
-            task = TaskInfo(jnp.asarray(t, jnp.int32), N_TRAIN, n_batches(N_TRAIN, batch_size))
+            bx, by = data.batch(k["batch"], t, batch_size)
+            batch = Batch(cast(bx), by, jnp.ones(batch_size))
+            task = TaskInfo(jnp.asarray(t, jnp.int32), n_train, n_batches(n_train, batch_size))
             memory = SVIMemory(prior, coreset)
 
             # our objective and gradient: the step loss that make_task_program differentiates
@@ -233,7 +349,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
                 keep = np.asarray(replay.mask) > 0  # all or none: the authors' coreset returns no rows at task 1
                 arrays |= {"xs2": np.asarray(replay.xs)[keep], "ys2": np.asarray(replay.ys)[keep]}
             else:
-                arrays |= {"xs2": np.zeros((0, 2), np.float32), "ys2": np.zeros((0,), np.int32)}
+                arrays |= {"xs2": np.zeros((0, *model.input_shape), np.float32), "ys2": np.zeros((0,), np.int32)}
             if space == "sfsvi":
                 if focus == "p":
                     ind = _prior_inducing_points(sk, coreset, s["coreset_batch"], low, high, s["coreset_prob"])
@@ -241,12 +357,14 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
                     ind = uniform_inducing_points(sk["inducing"], s["n_inducing"], low, high)
                 arrays["ind_xs"] = ind
             # the predictive: our method's predict, and the draws it makes from its key
-            pred_xs = jax.random.uniform(k["predxs"], (N_PRED, 2), minval=low, maxval=high)
+            pred_xs = cast(data.pred_xs(k["predxs"], t, N_PRED))
             probs = method.predict(k["pred"], q, pred_xs)
             pred_draws = standard_draws(k["pred"], q, s["predict_sample_size"])
             pred_thetas = variational_sample(k["pred"], q, s["predict_sample_size"])
             draws_check = max(draws_check, max_rel(_leaves(pred_thetas),
                                                    _leaves(thetas_from_draws(q, pred_draws))))
+            # the forward pass alone: our network at q's mean (GM: its first component) on the prediction inputs
+            forward = model.apply(like if n_components is None else jax.tree.map(lambda m: m[0], q.mean), pred_xs)
             arrays |= {"pred_xs": pred_xs}
             for key, value in arrays.items():
                 inputs[f"{case}/{key}"] = np.asarray(value)
@@ -258,14 +376,15 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE):
                 "loss": float(loss), "nll": float(aux["nll"]), "kl": float(aux["kl"]),
                 "grad": flatten(authors_params(grads), "grad", {}),
                 "thetas": flatten(to_authors(thetas), "thetas", {}),
-                "probs": np.asarray(probs), "draws_check": draws_check,
+                "probs": np.asarray(probs), "forward": np.asarray(forward), "draws_check": draws_check,
                 "settings": {k_: s[k_] for k_ in ("batch_size", "coreset_batch", "n_inducing", "sample_size",
                                                   "predict_sample_size", "precision", "coreset_prob",
                                                   "n_components", "coreset_size", "kl_weighting") if k_ in s},
             }
             cases.append({"name": case, "method": name, "scenario": scenario, "authors_id": AUTHORS_IDS[name],
                           "focus": "likelihood" if focus == "l" else "prior", "task_count": t - 1,
-                          "n_train": N_TRAIN})
+                          "n_train": n_train})
+            print(f"our side: {case} done", file=sys.stderr, flush=True)
     return cases, inputs, ours
 
 
@@ -304,6 +423,7 @@ def compare(cases, ours, theirs, info, tol: float) -> list[dict]:
             "kl": abs(a_kl - o["kl"]) / abs(a_kl), "w": abs(a_w - o_w) / abs(a_w),
             "grad": max(grad_blocks.values()), "grad_blocks": grad_blocks,
             "theta": tree_max_rel(a_thetas, o["thetas"]), "pred": max_rel(t["probs"], o["probs"]),
+            "fwd": max_rel(t["forward"], o["forward"]),
             "values": {"loss": [a_loss, o["loss"]], "nll": [a_nll, o["nll"]], "kl": [a_kl, o["kl"]],
                        "w": [a_w, o_w]},
             "draw_mirror_check": o["draws_check"],
@@ -311,7 +431,7 @@ def compare(cases, ours, theirs, info, tol: float) -> list[dict]:
                          | {"predict_sample_size": info["cases"][name]["predict_sample_size"]}},
         }
         row["settings_match"] = _settings_match(case["method"], row["settings"])
-        worst = max(row[k] for k in ("loss", "nll", "kl", "w", "grad", "theta", "pred"))
+        worst = max(row[k] for k in METRICS)
         row["max"] = worst
         row["status"] = "ok" if worst < tol and row["settings_match"] is True else "DIFF"
         rows.append(row)
@@ -335,24 +455,31 @@ def _settings_match(method: str, settings: dict):
     return True if not bad else bad
 
 
+METRICS = ("loss", "nll", "kl", "w", "grad", "theta", "pred", "fwd")
+
+
 def print_table(rows, out=sys.stdout):
-    head = f"{'method':<11} {'task':<4} {'loss':>8} {'nll':>8} {'kl':>8} {'w':>8} {'grad':>8} {'theta':>8} {'pred':>8}  status"
+    head = f"{'method':<11} {'task':<4} " + " ".join(f"{k:>8}" for k in METRICS) + "  status"
     print(head, file=out)
     print("-" * len(head), file=out)
     for r in rows:
-        print(f"{r['method']:<11} {r['scenario']:<4} " + " ".join(f"{r[k]:8.1e}" for k in
-              ("loss", "nll", "kl", "w", "grad", "theta", "pred")) + f"  {r['status']}", file=out)
+        print(f"{r['method']:<11} {r['scenario']:<4} " + " ".join(f"{r[k]:8.1e}" for k in METRICS)
+              + f"  {r['status']}", file=out)
 
 
 # ---------------------------------------------------------------- running the authors' side (also authors_parity_map.py)
 def add_common_arguments(parser: argparse.ArgumentParser, sequences=(SEQUENCE,)) -> None:
     parser.add_argument("--sequence", choices=sequences, default=SEQUENCE,
                         help="the sequence whose network, settings and data the cases use")
+    parser.add_argument("--network", choices=NETWORKS,
+                        help="image sequences: the network (default: the sequence's own, bcl.paper.sequence_setup)")
     parser.add_argument("--authors-repo", type=Path, default=os.environ.get("BCL_AUTHORS_REPO"),
                         help="clone of github.com/blackblitz/bcl at b838074 (or $BCL_AUTHORS_REPO)")
     parser.add_argument("--authors-python", type=Path, default=os.environ.get("BCL_AUTHORS_PYTHON"),
                         help="the authors' environment's python (or $BCL_AUTHORS_PYTHON)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", type=lambda text: text.split(","),
+                        help="comma-separated subset of the methods (default: all), e.g. p-gm-sfsvi,l-gm-sfsvi")
     parser.add_argument("--out", type=Path, help="also write the JSON lines to this file")
     parser.add_argument("--keep", type=Path, help="keep the exchanged .npz files in this folder")
     parser.add_argument("--x64", action="store_true",
@@ -393,19 +520,23 @@ def exchange(side, env, inputs: dict, keep: Path | None, prog: str) -> tuple[dic
         work.mkdir(parents=True, exist_ok=True)
         np.savez(work / "inputs.npz", **inputs)
         start = time.perf_counter()
+        # stderr passes through: the side's progress (one line per case) and, on failure, its traceback
         run = subprocess.run(side + ["--inputs", str(work / "inputs.npz"), "--outputs", str(work / "outputs.npz")],
-                             cwd=tmp, env=env, capture_output=True, text=True)
+                             cwd=tmp, env=env, stdout=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - start
         if run.returncode != 0:
-            print(run.stderr[-4000:], file=sys.stderr)
+            print(run.stdout[-4000:], file=sys.stderr)
             raise SystemExit(f"{prog}: the authors' side failed (above)")
         return dict(np.load(work / "outputs.npz", allow_pickle=False)), seconds
 
 
-def provenance(commit: str, info: dict, seed: int, x64: bool, sequence: str = SEQUENCE) -> dict:
+def provenance(commit: str, info: dict, seed: int, x64: bool, sequence: str = SEQUENCE, target: dict | None = None
+               ) -> dict:
     "What every JSON line records about the run."
     import jax
-    return {"sequence": sequence, "authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__,
+    net = {} if target is None else {"network": target["network"], "conv_impl": target["setup"].conv_impl,
+                                     "input_shape": list(target["input_shape"]), "experiment": target["experiment"]}
+    return {"sequence": sequence, **net, "authors_commit": commit, "authors_jax": info["jax"], "jax": jax.__version__,
             "seed": seed,
             "precision": "float64" if x64 else "float32", "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
@@ -424,7 +555,7 @@ def write_lines(rows, meta: dict, out: Path | None) -> None:
 # ---------------------------------------------------------------- main
 def run_harness(argv, description: str, side_script: str, prog: str, build, compare_cases, legend: str,
                 table=None, sequences=(SEQUENCE,)) -> int:
-    """Both halves of a harness: `build(seed, x64, sequence) -> (cases, inputs, ours)` here, `side_script` in the
+    """Both halves of a harness: `build(seed, x64, sequence, network, methods) -> (cases, inputs, ours)` here, `side_script` in the
     authors' environment, then `compare_cases(cases, ours, theirs, info, inputs, tol) -> rows`, printed by `table`
     (default `print_table`) and written. `sequences`: the `--sequence` choices (keys of HARNESS_SEQUENCES)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -438,17 +569,20 @@ def run_harness(argv, description: str, side_script: str, prog: str, build, comp
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     start = time.perf_counter()
-    cases, inputs, ours = build(args.seed, args.x64, args.sequence)
+    target = harness_target(args.sequence, args.network)
+    cases, inputs, ours = build(args.seed, args.x64, args.sequence, args.network, args.methods)
     ours_s = time.perf_counter() - start
-    experiment = HARNESS_SEQUENCES[args.sequence]["experiment"]
-    inputs["meta"] = np.asarray(json.dumps({"experiment": experiment, "cases": cases}))
+    experiment = target["experiment"]
+    # in_shape: their model spec's, replaced by ours where the toml's sequence is another (the 6-layer CNN's CIFAR)
+    inputs["meta"] = np.asarray(json.dumps({"experiment": experiment, "cases": cases,
+                                            "in_shape": list(target["input_shape"])}))
     theirs, authors_s = exchange(side, env, inputs, args.keep, prog)
     info = json.loads(str(theirs.pop("info")))
     tol = FP_TOL[args.x64]
     rows = compare_cases(cases, ours, theirs, info, inputs, tol)
-    meta = provenance(commit, info, args.seed, args.x64, args.sequence)
+    meta = provenance(commit, info, args.seed, args.x64, args.sequence, target)
     print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {args.sequence} "
-          f"({experiment}); {meta['precision']}; seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
+          f"({target['network']}, {experiment}); {meta['precision']}; seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
     print(f"largest relative differences (see the module docstring); status DIFF if any > {tol:g} or the settings "
           f"differ{legend}")
     (table or print_table)(rows)
@@ -458,7 +592,8 @@ def run_harness(argv, description: str, side_script: str, prog: str, build, comp
 
 def main(argv=None) -> int:
     return run_harness(argv, __doc__, "authors_side.py", "authors_parity.py", build_cases,
-                       lambda cases, ours, theirs, info, inputs, tol: compare(cases, ours, theirs, info, tol), "")
+                       lambda cases, ours, theirs, info, inputs, tol: compare(cases, ours, theirs, info, tol), "",
+                       sequences=("cisplit2diris", "cisplitmnist5k"))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -81,16 +82,21 @@ def probe(repo: Path) -> int:
 
 def load_experiment(repo: Path, inputs: Path, trainer_modules) -> tuple:
     """Our inputs (.npz) and their meta; the authors' toml named by meta['experiment'], its trainer blocks by id,
-    model spec and network, and the trainer classes of `trainer_modules` by name."""
-    from bcl.models import ModelSpec, NLL
-    from bcl.models.fcnn import FCNN3
+    model spec and network (the class the toml names, from their `bcl.models.module_map`: FCNN3, FECNN4, FECNN6),
+    and the trainer classes of `trainer_modules` by name. meta['in_shape'], when given, replaces the spec's input
+    shape (the 6-layer CNN's toml is CIFAR-10's, 32×32×3; the harness feeds it MNIST's 28×28×1)."""
+    import importlib
+    from bcl.models import ModelSpec, NLL, module_map
     data = dict(np.load(inputs, allow_pickle=False))
     meta = json.loads(str(data.pop("meta")))
     spec = tomllib.loads((repo / "experiments" / f"{meta['experiment']}.toml").read_text())
     blocks = {t["id"]: t for t in spec["trainers"] if "id" in t}
     mspec_args = dict(spec["model"]["spec"])
+    if meta.get("in_shape"):
+        mspec_args["in_shape"] = list(meta["in_shape"])
     mspec = ModelSpec(nll=NLL[mspec_args.pop("nll")], **mspec_args)
-    model = FCNN3(**spec["model"]["args"])
+    name = spec["model"]["name"]
+    model = getattr(importlib.import_module(module_map[name]), name)(**spec["model"]["args"])
     classes = {name: getattr(module, name) for module in trainer_modules for name in dir(module)}
     return data, meta, spec, blocks, mspec, model, classes
 
@@ -107,6 +113,7 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
 
     result: dict = {}
     info: dict = {"jax": jax.__version__, "x64": bool(jax.config.jax_enable_x64), "cases": {}}
+    start = time.perf_counter()
     for case in meta["cases"]:
         name = case["name"]
         arrays = {k[len(name) + 1:]: v for k, v in data.items() if k.startswith(name + "/")}
@@ -155,9 +162,12 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
         probs = predictor(_array(arrays["pred_xs"]), decide=False)
 
         result[f"{name}/loss"] = np.asarray(loss)
+        print(f"authors' side: {name} done at {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         result[f"{name}/nll"] = np.asarray(nll)
         result[f"{name}/kl"] = np.asarray(kl)
         result[f"{name}/probs"] = np.asarray(probs)
+        mean = q_param["mean"] if not mix else jax.tree_util.tree_map(lambda m: m[0], q_param["mean"])
+        result[f"{name}/forward"] = np.asarray(model.apply({"params": mean}, _array(arrays["pred_xs"])))
         _flatten(grads, f"{name}/grad", result)
         _flatten(thetas, f"{name}/thetas", result)
         if function_space:

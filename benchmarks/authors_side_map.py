@@ -27,6 +27,8 @@ hparams)`; only the state the brief fixes is set by hand, as their own methods w
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -52,7 +54,7 @@ def _step(trainer, arrays, case, mspec):
     import jax
     import jax.numpy as jnp
     params = _unflatten(arrays, "params")
-    if "minimum/Dense_0/kernel" in arrays:
+    if any(key.startswith("minimum/") for key in arrays):
         trainer.hparams["minimum"] = _unflatten(arrays, "minimum")
         trainer.hparams["hessian"] = _unflatten(arrays, "hessian")
     if case["task"] > 1 and case["method"] in ("ewc", "si"):
@@ -161,6 +163,7 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
                   "model": spec["model"],
                   "blocks": {name: [b["hparams"]["train"] | {"id": b["id"]} for b in spec["trainers"]
                                     if b.get("name") == name] for name in MAP_CLASSES}}
+    start = time.perf_counter()
     for case in meta["cases"]:
         name = case["name"]
         arrays = {k[len(name) + 1:]: v for k, v in data.items() if k.startswith(name + "/")}
@@ -177,6 +180,7 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
         else:
             out = _er_end(make, arrays, case)
         result |= {f"{name}/{k}": v for k, v in out.items()}
+        print(f"authors' side: {name} done at {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         loss = getattr(trainer, "loss", None)
         info["cases"][name] = {"class": block["name"], "toml_id": block["id"], "hparams": block["hparams"]["train"],
                                "loss_function": getattr(getattr(loss, "__wrapped__", loss), "__qualname__", None)}
