@@ -216,8 +216,12 @@ def data_manifest(params: dict, data_dir: str | None = None) -> dict:
     return {name: json.loads(data_inputs(name, data_dir) or "null") for name in names}
 
 def cell_hash(params: dict, data_dir: str | None = None) -> str:
-    "Content hash of (parameters, bcl code, data fingerprint, and the source of the cell's plugins if any)."
+    """Content hash of (parameters, bcl code, data fingerprint, the source of the cell's plugins if any, and the
+    settings of its setup if it is a registered one)."""
+    from bcl.paper import USER_SETUPS
     from bcl.provenance import code_version, content_hash
     plugins = {"plugins": plugin_versions(params["plugins"])} if params.get("plugins") else {}
+    name = table_column(params["column"]).setup.setup
+    setup = {"setup": USER_SETUPS[name]._asdict()} if name in USER_SETUPS else {}  # the paper's cells keep their hash
     return content_hash({"parameters": params, "code": code_version(), "data": data_manifest(params, data_dir),
-                         **plugins})
+                         **plugins, **setup})
