@@ -19,9 +19,9 @@ from .core import atomic_write_json, project_root, results_dir
 
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
-           'select_cells', 'Cell', 'run_cell_task', 'kill_hook', 'prepare_task', 'prepare_groups',
-           'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
-           'slurm_cluster', 'make_client', 'positive_int', 'table_parser', 'table_main']
+           'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'kill_hook', 'prepare_task',
+           'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder',
+           'slurm_config', 'slurm_cluster', 'make_client', 'positive_int', 'table_parser', 'table_main']
 
 # %% ../nbs/15b_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -84,6 +84,9 @@ class Cell:
         self.data_dir = data_dir
         self.missing = missing_data(self.plan, data_dir)
         self.hash = None if self.missing else cell_hash(self.params, data_dir)
+        self.problems: list[str] | None = None  # set by check_cells: what stops the cell from training on its data
+        self.n_train: list[int] | None = None
+        self.unchecked: str | None = None
 
     @property
     def name(self) -> str:
@@ -93,6 +96,51 @@ class Cell:
         from bcl.table import read_cell
         numbers, _ = read_cell(self.folder)
         return numbers is not None and numbers.get("content_hash") == self.hash
+
+# %% ../nbs/15b_batch.ipynb #3b92c8b5
+def check_cells(cells: list[Cell], data_dir: str | None = None) -> float:
+    """Check every cell against its data (`bcl.table.cell_problems`), loading each sequence once; sets `cell.problems`
+    (empty: it can run), `cell.n_train` and `cell.unchecked` (why it could not be checked, else None). The seconds taken."""
+    from bcl.table import cell_problems, check_sequence_for
+    start = time.perf_counter()
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in cells:  # a column with a pre-training task is checked on its target sequence: one load serves both
+        groups.setdefault((cell.plan.sequence, cell.plan.profile), []).append(cell)
+    for group in groups.values():
+        try:
+            sequence = check_sequence_for(group[0].params, data_dir)
+        except Exception as error:  # the cells report it themselves when they run
+            for cell in group:
+                cell.unchecked = f"{group[0].plan.sequence} could not be loaded here ({type(error).__name__}: {error})"
+            continue
+        for cell in group:
+            cell.n_train = [len(task.train.ys) for task in sequence.tasks]
+            try:
+                cell.problems = cell_problems(cell.params, sequence)
+            except Exception as error:  # e.g. a registered method's build failing otherwise: the cell will say
+                cell.unchecked = f"{type(error).__name__}: {error}"
+        del sequence
+    return time.perf_counter() - start
+
+def dry_run_table(cells: list[Cell], done: list[Cell] = ()) -> str:
+    "One line per cell: what the batch would do with it (`done` ones are skipped), its tasks and training points, and every problem found."
+    lines = []
+    for cell in cells:
+        if cell.missing:
+            status = "data not present"
+        elif cell in done:
+            status = "done"
+        elif cell.problems:
+            status = "cannot run"
+        else:
+            status = "would run"
+        data = (f"{len(cell.n_train)} tasks, {min(cell.n_train)}-{max(cell.n_train)} training points"
+                if cell.n_train else "")
+        lines.append(f"  {status:<17}{cell.name:<36}{data}")
+        lines += [f"      - {problem}" for problem in cell.problems or []]
+        if cell.unchecked:
+            lines.append(f"      (not checked: {cell.unchecked})")
+    return "\n".join(lines)
 
 # %% ../nbs/15b_batch.ipynb #445eac42
 def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
@@ -337,6 +385,15 @@ def _report(results: list, args, seeds: list, root: Path, wall_s: float) -> int:
     return 1 if failed else 0
 
 # %% ../nbs/15b_batch.ipynb #9e547509
+def _record_blocked(cell: Cell) -> dict:
+    "A cell that `check_cells` stopped: its `error.json`, as a cell that failed while running writes it, and its outcome."
+    from bcl.table import cell_error
+    record = {"cell": cell.name, "type": "ValueError", "message": cell_error(cell.params, cell.problems),
+              "traceback": "", "wall_s": 0.0, "stage": "checked before the run"}
+    cell.folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(cell.folder / "error.json", record)
+    return {"status": "failed", **record}
+
 def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
     "`bcl-table faa|visualisation|all|custom [...]`: run the batch (see this notebook's first section)."
     args = table_parser(prog).parse_args(argv)
@@ -358,14 +415,19 @@ def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
     absent = [c for c in cells if c.missing]
     done = [c for c in cells if not c.missing and c.finished()]
     todo = [c for c in cells if not c.missing and c not in done]
+    check_s = check_cells(todo, data_dir)
+    blocked = [c for c in todo if c.problems]
+    todo = [c for c in todo if not c.problems]
     visualisations = VISUALISATION_RUNS[args.profile] if args.target in ("visualisation", "all") else []
-    print(f"{len(cells)} cells: {len(done)} done, {len(todo)} to run, {len(absent)} data not present"
+    print(f"{len(cells)} cells: {len(done)} done, {len(todo)} to run, {len(absent)} data not present, "
+          f"{len(blocked)} cannot run (checked in {check_s:.1f} s)"
           + (f"; {len(visualisations)} visualisation runs" if visualisations else ""), flush=True)
     if args.dry_run:
-        print("".join(f"  would run {cell.name}\n" for cell in todo), end="")
-        return 0
+        print(dry_run_table(cells, done))
+        return 1 if blocked else 0
     results = [{"status": "done (skipped)", "cell": c.name} for c in done]
     results += [{"status": "data not present", "cell": c.name, "missing": c.missing} for c in absent]
+    results += [_record_blocked(c) for c in blocked]
     if todo or visualisations:
         ensure_kernel()
         client, gpu_share = make_client(args.scheduler, args.workers, args.slurm, args.slurm_config)

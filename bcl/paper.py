@@ -10,11 +10,11 @@ from typing import Callable, NamedTuple, Sequence
 
 # %% auto #0
 __all__ = ['METHODS', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS', 'USER_METHODS', 'SETUPS',
-           'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE', 'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS',
-           'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP', 'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS',
+           'USER_SETUPS', 'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE', 'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS',
+           'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP', 'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS',
            'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo', 'UserMethod', 'method_name', 'method_names',
-           'register_method', 'method_label', 'Setup', 'setup', 'map_settings', 'svi_settings', 'SequenceSetup',
-           'sequence_setup', 'Column', 'faa_column']
+           'register_method', 'method_label', 'Setup', 'setup', 'map_settings', 'svi_settings', 'check_setup',
+           'register_setup', 'SequenceSetup', 'sequence_setup', 'Column', 'faa_column']
 
 # %% ../nbs/00a_paper.ipynb #4c8eb6e9
 class MethodInfo(NamedTuple):
@@ -114,6 +114,7 @@ SETUPS = {
     "image": Setup(0.01, 64, 20, 256, er_batch=32),
     "image_cnn": Setup(0.01, 32, 20, 256, er_batch=32),
 }
+USER_SETUPS: dict[str, Setup] = {}  # name -> Setup of your own; filled by register_setup only, apart from SETUPS
 SFSVI_LEARNING_RATE_FACTOR = 0.1
 SAMPLE_SIZE = 10
 N_COMPONENTS = 3
@@ -123,10 +124,14 @@ SI_XIS = (0.1, 1.0, 10.0)
 HMC_SETTINGS = dict(n_chains=64, num_warmup=1000, num_samples=100)  # Appendix A: 64 chains, 100 steps after warm-up
 
 def setup(name: str) -> Setup:
-    "The setup `name` (one of `SETUPS`)."
-    if name not in SETUPS:
-        raise ValueError(f"Unknown setup {name!r}; choose one of {', '.join(SETUPS)}.")
-    return SETUPS[name]
+    "The setup `name` (any letter case): one of the paper's `SETUPS`, or a registered one (`register_setup`)."
+    key = name.lower() if isinstance(name, str) else None
+    if key in SETUPS:
+        return SETUPS[key]
+    if key in USER_SETUPS:
+        return USER_SETUPS[key]
+    raise ValueError(f"Unknown setup {name!r}; choose one of {', '.join((*SETUPS, *USER_SETUPS))} (any letter case; "
+                     "add your own with bcl.paper.register_setup).")
 
 def map_settings(name: str) -> dict:
     "Keyword settings of `bcl.map.map_suite` for setup `name`."
@@ -150,6 +155,53 @@ def svi_settings(name: str) -> dict[str, dict]:
             "l-gm-vcl": l_vcl, "p-g-sfsvi": p_fs, "l-g-sfsvi": l_fs, "p-gm-sfsvi": p_fs, "l-gm-sfsvi": l_fs}
     return {name: {"epochs": s.epochs, "sample_size": SAMPLE_SIZE, "predict_sample_size": SAMPLE_SIZE,
                    "precision": PRIOR_PRECISION} | row for name, row in rows.items()}
+
+# %% ../nbs/00a_paper.ipynb #6a379b8f
+def _positive_int(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
+
+def check_setup(s: Setup, name: str = "the setup") -> Setup:
+    "`s` if every field is usable (learning rate as a float, sample sizes as tuples), else `ValueError` listing every bad field."
+    if not isinstance(s, Setup):
+        raise ValueError(f"{name} must be a bcl.paper.Setup(learning_rate, batch_size, epochs, coreset_size, er_batch), "
+                         f"got {type(s).__name__}.")
+    problems = []
+    lr = s.learning_rate
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0 or lr == float("inf"):
+        problems.append(f"learning_rate must be a finite number > 0, got {lr!r}")
+    for field in ("batch_size", "epochs", "coreset_size", "er_batch"):
+        if not _positive_int(getattr(s, field)):
+            problems.append(f"{field} must be a positive integer, got {getattr(s, field)!r}")
+    if _positive_int(s.batch_size) and s.batch_size < 2:
+        problems.append("batch_size must be at least 2 (the likelihood-focused methods train on batch_size // 2 "
+                        f"points of the task), got {s.batch_size}")
+    if _positive_int(s.coreset_size):
+        for field, who in (("er_batch", "ER replays er_batch"), ("batch_size", "P-S-FSVI draws batch_size inducing")):
+            value = getattr(s, field)
+            if _positive_int(value) and value > s.coreset_size:
+                problems.append(f"{field} ({value}) cannot exceed coreset_size ({s.coreset_size}): {who} points from "
+                                f"one task's coreset, without replacement; lower {field} or raise coreset_size")
+    for field in ("p_g_vcl_samples", "p_gm_vcl_samples"):
+        value = getattr(s, field)
+        if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(_positive_int(v) for v in value)):
+            problems.append(f"{field} must be a pair (train, predict) of positive integers, e.g. (10, 10), got {value!r}")
+    if problems:
+        raise ValueError(f"{name} is not usable: " + "; ".join(problems) + ".")
+    return s._replace(learning_rate=float(lr), p_g_vcl_samples=tuple(s.p_g_vcl_samples),
+                      p_gm_vcl_samples=tuple(s.p_gm_vcl_samples))
+
+def register_setup(name: str, setup: Setup, *, replace: bool = False) -> Setup:
+    "Register `setup` as `name` (canonical: lower case), checked by `check_setup`; `ValueError` for a paper setup's name or a taken one (unless `replace`)."
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"A setup name must be letters, digits, '_', '.' or '-', got {name!r}.")
+    key = name.lower()
+    if key in SETUPS:
+        raise ValueError(f"{name!r} names the paper's setup {key!r}; choose another name (the paper's setups stay as "
+                         "they are).")
+    if key in USER_SETUPS and not replace:
+        raise ValueError(f"Setup {key!r} is already registered; pass replace=True to replace it.")
+    USER_SETUPS[key] = check_setup(setup, f"Setup {name!r}")
+    return USER_SETUPS[key]
 
 # %% ../nbs/00a_paper.ipynb #e6ff8f73
 class SequenceSetup(NamedTuple):

@@ -31,8 +31,21 @@ def table_column(key: str) -> Column:
                          "(any letter case; add your own with bcl.plan.register_column).")
     return faa_column(key)
 
+def _check_box(low, high, key: str) -> None:
+    "`ValueError` unless the inducing box (low, high) is finite numbers, of shapes that broadcast, with low < high."
+    import numpy as np
+    try:
+        lo, hi = np.broadcast_arrays(np.asarray(low, float), np.asarray(high, float))
+    except (TypeError, ValueError):
+        raise ValueError(f"The inducing box of column {key!r} must be numbers: scalars or one value per input feature, "
+                         f"with shapes that broadcast; got inducing_low={low!r}, inducing_high={high!r}.") from None
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all() and (lo < hi).all()):
+        raise ValueError(f"The inducing box of column {key!r} needs finite inducing_low < inducing_high in every "
+                         f"feature; got inducing_low={low!r}, inducing_high={high!r}.")
+
 def register_column(key: str, label: str, sequence: str, setup: SequenceSetup, *, replace: bool = False) -> Column:
-    "Register a column: registered or built-in `sequence` trained with `setup` (`bcl.paper.SequenceSetup`); no published number."
+    """Register a column: registered or built-in `sequence` trained with `setup` (a `bcl.paper.SequenceSetup` naming a
+    setup of the paper's or one of `bcl.paper.register_setup`); no published number."""
     import re
     from bcl.data import sequence_spec
     from bcl.models import CONV_IMPLS, model_names
@@ -46,14 +59,15 @@ def register_column(key: str, label: str, sequence: str, setup: SequenceSetup, *
     if not isinstance(setup, SequenceSetup):
         raise ValueError(f"setup must be a bcl.paper.SequenceSetup(setup, model, inducing_low, inducing_high), "
                          f"got {setup!r}.")
-    paper_setup(setup.setup)  # ValueError naming the setups
+    paper_setup(setup.setup)  # ValueError naming the paper's setups and the registered ones
+    _check_box(setup.inducing_low, setup.inducing_high, key)
     if not isinstance(setup.model, str) or setup.model.lower() not in model_names():
         raise ValueError(f"Unknown model {setup.model!r} in the setup of column {key!r}; choose one of "
                          f"{', '.join(model_names())} or register it first (bcl.models.register_model).")
     if setup.conv_impl not in CONV_IMPLS:
         raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {setup.conv_impl!r}.")
     column = Column(key.lower(), "custom", str(label), sequence_spec(sequence).name, None,
-                    setup._replace(model=setup.model.lower()))
+                    setup._replace(setup=setup.setup.lower(), model=setup.model.lower()))
     USER_COLUMNS[column.key] = column
     return column
 
@@ -212,8 +226,12 @@ def data_manifest(params: dict, data_dir: str | None = None) -> dict:
     return {name: json.loads(data_inputs(name, data_dir) or "null") for name in names}
 
 def cell_hash(params: dict, data_dir: str | None = None) -> str:
-    "Content hash of (parameters, bcl code, data fingerprint, and the source of the cell's plugins if any)."
+    """Content hash of (parameters, bcl code, data fingerprint, the source of the cell's plugins if any, and the
+    settings of its setup if it is a registered one)."""
+    from bcl.paper import USER_SETUPS
     from bcl.provenance import code_version, content_hash
     plugins = {"plugins": plugin_versions(params["plugins"])} if params.get("plugins") else {}
+    name = table_column(params["column"]).setup.setup
+    setup = {"setup": USER_SETUPS[name]._asdict()} if name in USER_SETUPS else {}  # the paper's cells keep their hash
     return content_hash({"parameters": params, "code": code_version(), "data": data_manifest(params, data_dir),
-                         **plugins})
+                         **plugins, **setup})

@@ -26,9 +26,9 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
 
 # %% auto #0
 __all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
-           'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'fast_compile_options',
-           'free_memory', 'program_bytes', 'fitting_chunk', 'predict_in_chunks', 'SequenceResult', 'train_sequence',
-           'select_by_validation', 'result_table', 'save_table']
+           'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'DataProblem', 'data_problems',
+           'check_data', 'fast_compile_options', 'free_memory', 'program_bytes', 'fitting_chunk', 'predict_in_chunks',
+           'SequenceResult', 'train_sequence', 'select_by_validation', 'result_table', 'save_table']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -93,6 +93,51 @@ def check_sequence(method: Method, sequence: TaskSequence) -> None:
             if len(ys) and (ys.min() < 0 or ys.max() >= n_classes):
                 raise ValueError(f"Task {t} {split_name} has labels in [{ys.min()}, {ys.max()}] but the model "
                                  f"predicts {n_classes} classes (labels must be 0..{n_classes - 1}).")
+
+# %% ../nbs/07b_sequence.ipynb #e98b40f2
+class DataProblem(NamedTuple):
+    "A setting that the data cannot satisfy: its name (a key of `Method.settings`, or `batch_size`) and what to change."
+    setting: str
+    message: str
+
+def _tasks(ts: list[int]) -> str:
+    return f"task {ts[0]}" if len(ts) == 1 else "tasks " + ", ".join(map(str, ts[:-1])) + f" and {ts[-1]}"
+
+def data_problems(method: Method, sequence: TaskSequence) -> list[DataProblem]:
+    """Every setting of `method` that `sequence` cannot satisfy (empty if none): the batch and `coreset_size` against
+    every task's training points, `inducing_low`/`inducing_high` against the input shape."""
+    settings = method.settings or {}
+    sizes = [len(task_split(method, sequence, t).ys) for t in range(1, len(sequence) + 1)]
+    problems = []
+
+    def at_most_a_task(setting, value, why):
+        short = [t for t, n in enumerate(sizes, start=1) if n < value]
+        if short:
+            points = ", ".join(str(sizes[t - 1]) for t in short)
+            problems.append(DataProblem(setting, f"{setting} = {value} exceeds the training points of {_tasks(short)} "
+                                                 f"of {sequence.name!r} ({points}): {why}; set {setting} to at most "
+                                                 f"{min(sizes)}."))
+    at_most_a_task("batch_size", method.training.batch_size, "a batch is drawn from one task's training points")
+    if settings.get("coreset_size") is not None:
+        at_most_a_task("coreset_size", settings["coreset_size"],
+                       "the coreset keeps that many of each task's training points, drawn without replacement")
+    shape = tuple(sequence.input_shape)
+    for bound in ("inducing_low", "inducing_high"):
+        if settings.get(bound) is not None:
+            try:
+                np.broadcast_to(np.asarray(settings[bound], np.float32), shape)
+            except ValueError:
+                problems.append(DataProblem(bound, f"{bound} has shape {np.shape(settings[bound])} but the inputs of "
+                                                   f"{sequence.name!r} have shape {shape}: give a scalar or one value "
+                                                   f"per input feature (shape {shape})."))
+    return problems
+
+def check_data(method: Method, sequence: TaskSequence) -> None:
+    "`ValueError` listing every problem of `data_problems`, each naming the setting of `method` to change."
+    problems = data_problems(method, sequence)
+    if problems:
+        raise ValueError(f"Method {method.name!r} cannot train on {sequence.name!r}; change these settings:\n"
+                         + "\n".join(f"  - {p.message}" for p in problems))
 
 # %% ../nbs/07b_sequence.ipynb #1b9b8ecf
 class _Programs:
@@ -352,6 +397,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                   ) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
     check_sequence(method, sequence)
+    check_data(method, sequence)  # every setting against the data, before anything is compiled
     if task_keys not in TASK_KEYS:
         raise ValueError(f"task_keys must be one of {TASK_KEYS} ('per_task': new keys for every task; 'shared': the "
                          f"same keys for every task, as the authors' code), got {task_keys!r}.")

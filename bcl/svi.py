@@ -209,15 +209,10 @@ def _prior_inducing_points(keys: dict, coreset: Coreset, n: int, low, high, core
         use_coreset = jnp.logical_and(use_coreset, jax.random.uniform(keys["coin"]) < coreset_prob)
     return jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
 
-def _svi_init(name: str, model: Model, n_components: int | None, precision: float, coreset_size: int | None,
-              init_scales: dict):
-    "`init(key, sequence)` of an SVI method: q, the prior N(0, 1/precision) (K copies for GM), an empty coreset."
+def _svi_init(model: Model, n_components: int | None, precision: float, coreset_size: int | None, init_scales: dict):
+    """`init(key, sequence)` of an SVI method: q, the prior N(0, 1/precision) (K copies for GM), an empty coreset.
+    (A coreset larger than a task is refused before this, by `bcl.sequence.data_problems`, for every method alike.)"""
     def init(key, sequence: TaskSequence):
-        if coreset_size is not None:
-            for t, task in enumerate(sequence.tasks, start=1):
-                if len(task.train.ys) < coreset_size:
-                    raise ValueError(f"{name}: task {t} of {sequence.name!r} has {len(task.train.ys)} training "
-                                     f"points, fewer than coreset_size = {coreset_size}; use a smaller coreset.")
         q = variational_init(key, model.init, n_components, **init_scales)
         like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
         prior = variational_prior(like, n_components, precision)
@@ -297,7 +292,7 @@ def svi(model: Model,  # the network (`bcl.models.make_model`)
     low, high = _check_svi_settings(model, **settings)
     uses_coreset = focus == "likelihood" or space == "function"
     name = svi_method_name(space, focus, n_components)
-    init = _svi_init(name, model, n_components, precision, coreset_size if uses_coreset else None,
+    init = _svi_init(model, n_components, precision, coreset_size if uses_coreset else None,
                      dict(rho_mean=rho_mean, rho_std=rho_std, logit_std=logit_std))
     kl_weight = _kl_weight(space, focus, kl_weighting, batch_size, coreset_batch, n_inducing)
 
@@ -317,9 +312,14 @@ def svi(model: Model,  # the network (`bcl.models.make_model`)
     def predict(key, q, xs):
         return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature, component_noise)
 
+    # what the method takes from the data, checked against it by `bcl.sequence.data_problems`: no coreset and no box
+    # where the method uses none (P-VCL's coreset_size, VCL's box), even if given
+    settings["coreset_size"] = coreset_size if uses_coreset else None
     for bound in ("inducing_low", "inducing_high"):
-        if settings[bound] is not None:
+        if settings[bound] is not None and space == "function":
             settings[bound] = np.asarray(settings[bound], float).tolist()
+        else:
+            settings[bound] = None
     training = Training(batch_size, epochs, draws_per_step=max(sample_size, predict_sample_size))
     return Method(name, model, likelihood, init, loss, end_task, predict, training, settings=settings)
 

@@ -21,9 +21,10 @@ from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_paramete
                       plan_cell, table_column)
 
 # %% auto #0
-__all__ = ['REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence', 'paper_size_ratio',
-           'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method', 'optimiser_steps',
-           'run_cell', 'write_cell', 'read_cell']
+__all__ = ['SETUP_FIELDS', 'REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence',
+           'paper_size_ratio', 'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method',
+           'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell',
+           'write_cell', 'read_cell']
 
 # %% ../nbs/13_table.ipynb #c21ad77b
 def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_class: int = 8, seed: int = 0) -> Path:
@@ -176,6 +177,53 @@ def build_cell_method(params: dict, sequence: TaskSequence):
         method_obj = method_obj.with_training(data_scale=data_scale)
     return method_obj, hyper, {"model": model_settings, "method": settings, "data_scale": data_scale}
 
+# %% ../nbs/13_table.ipynb #4e9cefaf
+SETUP_FIELDS = {"er": {"batch_size": "er_batch"}}  # method -> {its setting: the Setup field it comes from}, where they differ
+
+def _source(column, method: str, setting: str) -> str:
+    "Where `setting` of `method` comes from in `column`: a field of its setup or of its SequenceSetup."
+    if setting in ("inducing_low", "inducing_high"):
+        return f"{setting} of the SequenceSetup of column {column.key!r}"
+    field = SETUP_FIELDS.get(method, {}).get(setting, setting)
+    return f"{field} of setup {column.setup.setup!r}, used by column {column.key!r}"
+
+def cell_problems(params: dict, sequence: TaskSequence) -> list[str]:
+    """Why the cell `params` cannot train on `sequence` (empty if it can): the method's own refusal, or every problem of
+    `bcl.sequence.data_problems`, each naming the setting, the setup or column it comes from, and what to change."""
+    from bcl.plan import USER_COLUMNS
+    from bcl.sequence import data_problems
+    column = table_column(params["column"])
+    how = (" (a setup of your own: bcl.paper.register_setup(NAME, Setup(...)), named by the column's SequenceSetup)"
+           if column.key in USER_COLUMNS else "")
+    try:
+        method, _, _ = build_cell_method(params, sequence)
+    except ValueError as error:
+        return [f"the settings of setup {column.setup.setup!r} (column {column.key!r}) build no method: {error}{how}"]
+    return [f"{p.message.rstrip('.')}; change {_source(column, params['method'], p.setting)}{how}."
+            for p in data_problems(method, sequence)]
+
+def cell_error(params: dict, problems: list[str]) -> str:
+    "The message of a cell that cannot train: one line per problem."
+    return (f"Cell {params['column']}/{params['method']} cannot train on its data:\n"
+            + "\n".join(f"  - {p}" for p in problems))
+
+def check_cell(params: dict, sequence: TaskSequence) -> None:
+    "`ValueError` listing every problem of `cell_problems` (`cell_error`), before anything trains."
+    problems = cell_problems(params, sequence)
+    if problems:
+        raise ValueError(cell_error(params, problems))
+
+def check_sequence_for(params: dict, data_dir: str | None = None) -> TaskSequence:
+    "The sequence the checks of a cell need: the cell's own, or for a column with a pre-training task its target sequence."
+    from bcl.data import load_sequence
+    plan = plan_cell(params["column"], params["method"], params["profile"])
+    if plan.pretraining is None:
+        return load_cell_sequence(params, data_dir)
+    context = smoke_data(data_dir, [plan.sequence]) if plan.profile == "smoke" else nullcontext()
+    with context:
+        sequence = load_sequence(plan.sequence, data_dir)
+    return shrink_sequence(sequence, SMOKE["points"]) if plan.profile == "smoke" else sequence
+
 # %% ../nbs/13_table.ipynb #fa89cabe
 def _per_seed(matrix: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     return np.stack([matrix[g, s] for s, g in enumerate(chosen)])
@@ -202,6 +250,7 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     start = time.perf_counter()
     sequence = load_cell_sequence(params, data_dir, progress)
     data_s = time.perf_counter() - start
+    check_cell(params, sequence)  # every setting against the data, before anything trains
     method, hyper, settings = build_cell_method(params, sequence)
     result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress)
     chosen = select_by_validation(result)

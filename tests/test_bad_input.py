@@ -30,10 +30,44 @@ def _map_method(**kw):
     return map_suite(model, "softmax", **settings)
 
 
-def _train(method_name="finetuning", sequence=None, hyper=None, **kw):
+def _train(method_name="finetuning", sequence=None, hyper=None, method=None, **kw):
     from bcl.sequence import train_sequence
-    method, grid = _map_method(**kw.pop("suite", {}))[method_name]
-    return train_sequence(method, sequence or _seq(), hyper if hyper is not None else grid, progress=False, **kw)
+    built, grid = _map_method(**kw.pop("suite", {}))[method_name]
+    return train_sequence(method or built, sequence or _seq(), hyper if hyper is not None else grid, progress=False,
+                          **kw)
+
+
+def _with_settings(**settings):
+    "Fine-tuning whose settings record more of what it takes from the data (as a method of one's own might)."
+    method, _ = _map_method()["finetuning"]
+    return method._replace(settings=method.settings | settings)
+
+
+def _train_svi(name, **settings):
+    from bcl.models import make_model
+    from bcl.sequence import train_sequence
+    from bcl.svi import svi_method
+    method = svi_method(name, make_model("linear", 2, (2,)), "softmax", batch_size=2, coreset_batch=2, epochs=1,
+                        **settings)
+    return train_sequence(method, _seq(), {"learning_rate": 0.1}, progress=False)
+
+
+def _register_setup(name="mine", **fields):
+    from bcl.paper import USER_SETUPS, Setup, register_setup
+    try:
+        return register_setup(name, Setup(**(dict(learning_rate=0.01, batch_size=4, epochs=1, coreset_size=8,
+                                                   er_batch=2) | fields)))
+    finally:
+        USER_SETUPS.pop(name.lower(), None)
+
+
+def _register_column(**fields):
+    from bcl.paper import SequenceSetup
+    from bcl.plan import USER_COLUMNS, register_column
+    try:
+        return register_column("mine", "mine", "cisplit2diris", SequenceSetup("2d", "fcnn16", 0.0, 1.0)._replace(**fields))
+    finally:
+        USER_COLUMNS.pop("mine", None)
 
 
 def _with(sequence, t, split, xs=None, ys=None):
@@ -109,7 +143,8 @@ CASES = [
     ("map_suite/likelihood-case", lambda: _map_method_likelihood("Softmax"), "softmax"),
     ("map_suite/zero-coreset", lambda: _map_method(coreset_size=0), "coreset"),
     ("map_suite/nan-learning-rate", lambda: _map_method(learning_rate=float("nan")), "learning_rate"),
-    ("map_suite/coreset-larger-than-task", lambda: _train("er", suite={"coreset_size": 500}), "coreset size"),
+    ("map_suite/coreset-larger-than-task", lambda: _train("er", suite={"coreset_size": 500}),
+     "coreset_size = 500 exceeds the training points of tasks 1 and 2"),
     ("svi_suite/unknown-setup", lambda: _svi("nosuch"), "nosuch"),
     ("svi_suite/unknown-method", lambda: _svi(names=["p-gm-sfsvi-x"]), "p-gm-sfsvi-x"),
     ("svi_suite/inducing-low-equals-high", lambda: _svi(inducing_low=1.0, inducing_high=1.0), "inducing"),
@@ -120,6 +155,28 @@ CASES = [
     ("train_sequence/empty-task", lambda: _train(sequence=_empty_task()), "Task 2"),
     ("train_sequence/method-not-method", lambda: __import__("bcl.sequence").sequence.train_sequence(
         "finetuning", _seq(), {"learning_rate": 0.1}, progress=False), "Method"),
+    ("train_sequence/batch-larger-than-task", lambda: _train(suite={"batch_size": 64}), "batch_size = 64 exceeds"),
+    ("train_sequence/er-batch-larger-than-task", lambda: _train("er", suite={"er_batch": 64, "coreset_size": 64}),
+     "batch_size = 64 exceeds"),
+    ("train_sequence/every-problem-at-once", lambda: _train("er", suite={"er_batch": 64, "coreset_size": 80}),
+     "coreset_size = 80 exceeds"),
+    ("train_sequence/svi-coreset-larger-than-task", lambda: _train_svi("l-g-vcl", coreset_size=500),
+     "coreset_size = 500 exceeds"),
+    ("train_sequence/inducing-box-shape", lambda: _train(method=_with_settings(inducing_low=[0.0, 0.0, 0.0])),
+     "inducing_low has shape (3,)"),
+    ("register_setup/er-batch-above-coreset", lambda: _register_setup(er_batch=8, coreset_size=4),
+     "er_batch (8) cannot exceed coreset_size (4)"),
+    ("register_setup/batch-above-coreset", lambda: _register_setup(batch_size=16, coreset_size=8),
+     "batch_size (16) cannot exceed coreset_size (8)"),
+    ("register_setup/zero-epochs", lambda: _register_setup(epochs=0), "epochs must be a positive integer"),
+    ("register_setup/negative-learning-rate", lambda: _register_setup(learning_rate=-0.1), "learning_rate"),
+    ("register_setup/samples-not-pair", lambda: _register_setup(p_gm_vcl_samples=10), "p_gm_vcl_samples"),
+    ("register_setup/paper-name", lambda: _register_setup(name="2D"), "paper's setup '2d'"),
+    ("register_setup/not-a-setup", lambda: __import__("bcl.paper").paper.register_setup("mine", {"batch_size": 4}),
+     "bcl.paper.Setup"),
+    ("register_column/unknown-setup", lambda: _register_column(setup="mine-unregistered"), "register_setup"),
+    ("register_column/inducing-box", lambda: _register_column(inducing_low=2.0, inducing_high=1.0),
+     "inducing_low < inducing_high"),
     ("run_hmc_sequence/zero-chains", lambda: _hmc(n_chains=0), "n_chains"),
     ("run_hmc_sequence/task-zero", lambda: _hmc(tasks=[0]), "1..2"),
     ("run_hmc_sequence/nan-input", lambda: _hmc(sequence=_nan_xs()), "NaN"),

@@ -5,6 +5,10 @@ a ValueError that says what to do.
 The batch test runs two cells of the example plugin (experiments/plugins/cancer_example.py) for two epochs and one
 seed: two papermill kernels on one Dask worker, about a minute on a 2-core CPU. Another runs one cell on a separate
 Dask scheduler whose worker cannot import the plugin itself: the batch ships its source.
+
+A small data set of one's own (experiments/plugins/digits_example.py: 192 training points per task) runs all 13
+methods with a setup of its own (a coreset of 64); the same column with the paper's `image` setup (a coreset of 256)
+fails its seven affected cells within seconds, before any cell starts, and `--dry-run` lists them.
 """
 import importlib
 import json
@@ -34,7 +38,7 @@ def registries():
     "Registrations made by a test are undone after it."
     from bcl import data, models, paper, plan
     saved = [(d, dict(d)) for d in (data.SEQUENCES, models._TAILS, paper.USER_METHODS, paper._USER_BY_SQUASHED,
-                                    plan.USER_COLUMNS)]
+                                    paper.USER_SETUPS, plan.USER_COLUMNS)]
     yield
     for registry, before in saved:
         registry.clear()
@@ -183,3 +187,70 @@ def test_plugin_reaches_the_workers_of_a_separate_cluster(tmp_path):
             except ProcessLookupError:
                 pass
             process.wait()
+
+
+DIGITS = ROOT / "experiments" / "plugins" / "digits_example.py"
+AFFECTED = ["er", "l-g-vcl", "l-gm-vcl", "p-g-sfsvi", "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi"]  # they keep a coreset
+
+
+def digits_plugins(tmp_path) -> Path:
+    "The digits plugin, and one more that registers the same column with the paper's `image` setup (coreset 256)."
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir(exist_ok=True)
+    shutil.copy(DIGITS, plugin_dir / DIGITS.name)
+    (plugin_dir / "digits_image.py").write_text(
+        "import digits_example  # noqa: F401  (the sequence)\n"
+        "from bcl.paper import SequenceSetup\n"
+        "from bcl.plan import register_column\n"
+        "register_column('ci-digits-image', 'CI Split Digits, image setup', 'cisplitdigits',\n"
+        "                SequenceSetup('image', 'fcnn16', 0.0, 1.0), replace=True)\n")
+    return plugin_dir
+
+
+def test_a_small_data_column_with_its_own_setup_runs_all_13_methods(tmp_path):
+    from bcl.paper import TABLE_METHODS
+    plugin_dir = digits_plugins(tmp_path)
+    out = tmp_path / "out"
+    args = ["--plugins", "digits_example", "--profile", "offline", "--epochs", "1", "--seeds", "1", "--workers", "2",
+            "--out", str(out), "--data-dir", str(tmp_path / "data"), "--cells", "ci-digits-fcnn/*"]
+    done = batch(args, tmp_path, plugin_dir, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "13 cells: 0 done, 13 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
+    for method in TABLE_METHODS:
+        numbers = json.loads((out / "offline" / "ci-digits-fcnn" / method / "numbers.json").read_text())
+        assert numbers["method"] == method and numbers["paper"] is None
+        assert len(numbers["n_train"]) == 5 and 150 <= min(numbers["n_train"]) <= max(numbers["n_train"]) <= 250
+        assert all(0 <= a <= 100 for a in numbers["final_average_accuracy"]["per_seed"])
+        if method in AFFECTED:  # the setup's coreset, not the paper's 256
+            assert numbers["settings"]["method"]["coreset_size"] == 64, numbers["settings"]
+
+
+def test_the_paper_setup_on_small_data_fails_before_training(tmp_path):
+    plugin_dir = digits_plugins(tmp_path)
+    out = tmp_path / "out"
+    common = ["--plugins", "digits_image", "--profile", "offline", "--seeds", "1", "--workers", "1", "--out", str(out),
+              "--data-dir", str(tmp_path / "data")]
+    start = time.perf_counter()
+    failed = batch(common + ["--cells", *(f"ci-digits-image/{m}" for m in AFFECTED)], tmp_path, plugin_dir)
+    seconds = time.perf_counter() - start
+    assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
+    assert "7 cells: 0 done, 0 to run, 0 data not present, 7 cannot run" in failed.stdout, failed.stdout
+    assert seconds < 120, seconds  # no kernel started: imports, the data and the checks
+    for method in AFFECTED:
+        error = json.loads((out / "offline" / "ci-digits-image" / method / "error.json").read_text())
+        assert error["type"] == "ValueError" and error["stage"] == "checked before the run"
+        assert "coreset_size = 256 exceeds the training points of tasks 1, 2, 3, 4 and 5" in error["message"], error
+        assert "change coreset_size of setup 'image', used by column 'ci-digits-image'" in error["message"]
+        assert "bcl.paper.register_setup" in error["message"]
+        assert not (out / "offline" / "ci-digits-image" / method / "numbers.json").exists()
+    listed = batch(common + ["--cells", "ci-digits-image/*", "--dry-run"], tmp_path, plugin_dir)
+    assert listed.returncode == 1, listed.stdout[-3000:] + listed.stderr[-3000:]
+    assert "13 cells: 0 done, 6 to run, 0 data not present, 7 cannot run" in listed.stdout, listed.stdout
+    lines = listed.stdout.splitlines()
+    for method in AFFECTED:
+        row = next(i for i, line in enumerate(lines) if f"ci-digits-image/{method} " in line)
+        assert lines[row].split()[:2] == ["cannot", "run"] and "5 tasks" in lines[row], lines[row]
+        assert "- coreset_size = 256 exceeds" in lines[row + 1], lines[row + 1]
+    for method in ("joint", "finetuning", "ewc", "si", "p-g-vcl", "p-gm-vcl"):
+        assert any(line.split()[:3] == ["would", "run", f"ci-digits-image/{method}"] for line in lines), listed.stdout
+    assert not (out / "offline" / "ci-digits-image" / "joint").exists()  # a dry run writes nothing
