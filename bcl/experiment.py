@@ -20,9 +20,10 @@ from .paper import HMC_SETTINGS, MAP_METHODS, USER_METHODS, map_settings, method
 from .train import Method, output_units
 
 # %% auto #0
-__all__ = ['SETTINGS_CHOICES', 'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'PARAMETER_TYPES', 'MethodSpec',
-           'build_method', 'grid_shape', 'plot_grid', 'total_variation', 'kl_divergence', 'grid_distances', 'MethodRun',
-           'run_method', 'safe_run', 'check_parameter_names', 'validate_parameters']
+__all__ = ['SETTINGS_CHOICES', 'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'HMC_REFERENCES', 'PARAMETER_TYPES',
+           'MethodSpec', 'build_method', 'grid_shape', 'plot_grid', 'total_variation', 'kl_divergence',
+           'grid_distances', 'MethodRun', 'hmc_reference_sample', 'hmc_function_space', 'run_method', 'safe_run',
+           'check_parameter_names', 'validate_parameters']
 
 # %% ../nbs/12_experiment.ipynb #57fb71a7
 SETTINGS_CHOICES = ("paper",)  # the `preset` parameter of the visualisation: the paper's settings
@@ -152,18 +153,50 @@ def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compi
     info = {"selected": [configs[g] for g in chosen], **result.timings, "grid_predict_s": grid_seconds[0]}
     return MethodRun(spec.name, accuracy, grid_probs, info)
 
+HMC_REFERENCES = ("draws", "final")  # the reference averages every kept draw of every chain, or final states
+
+def hmc_reference_sample(result, reference: str = "draws"):
+    "What the reference predictive averages: every post-warm-up draw of every chain (C·S), or each chain's final state (C)."
+    if reference not in HMC_REFERENCES:
+        raise ValueError(f"Unknown HMC reference {reference!r}; choose one of {HMC_REFERENCES}.")
+    if reference == "final":
+        return result.samples
+    if result.trace is None:
+        raise ValueError("The reference 'draws' needs the sampling trace; run HMC with keep_trace=True.")
+    return jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), result.trace.position)
+
+def hmc_function_space(result, model, test_xs, grid_xs, likelihood: str) -> dict | None:
+    "`convergence_summary` of the predictive at the test and grid points together, and of each; None below 4 draws."
+    from bcl.hmc import convergence_summary, predictive_convergence
+    positions = result.trace.position
+    if jax.tree.leaves(positions)[0].shape[1] < 4:
+        return None
+    n_test = len(test_xs)
+    rhat, ess = predictive_convergence(positions, model, np.concatenate([test_xs, grid_xs]), likelihood)
+    test, grid = convergence_summary(rhat[:n_test], ess[:n_test]), convergence_summary(rhat[n_test:], ess[n_test:])
+    return {**convergence_summary(rhat, ess), "test_max_rhat": test["max_rhat"],
+            "test_min_ess_bulk": test["min_ess_bulk"], "grid_max_rhat": grid["max_rhat"],
+            "grid_min_ess_bulk": grid["min_ess_bulk"]}
+
 def _run_hmc(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile) -> MethodRun:
     from bcl.hmc import hmc_predict, run_hmc_sequence, sequence_test_accuracies, summarise_hmc_info
     settings = dict(spec.hmc)
     model = make_model(settings.pop("model", "fcnn16"), sequence.n_outputs, sequence.input_shape)
+    reference = settings.pop("reference", "draws")
+    if reference not in HMC_REFERENCES:  # before minutes of sampling
+        raise ValueError(f"Unknown HMC reference {reference!r}; choose one of {HMC_REFERENCES}.")
     start = time.perf_counter()
-    runs = run_hmc_sequence(jax.random.key(seeds[0]), model, sequence, progress=progress, **settings)
-    accuracy = np.stack([sequence_test_accuracies(r.result.samples, model, sequence) for r in runs])[None]
-    grid_probs = np.stack([np.asarray(hmc_predict(r.result.samples, model, grid_xs, sequence.likelihood))
-                           for r in runs])
+    runs = run_hmc_sequence(jax.random.key(seeds[0]), model, sequence, progress=progress, keep_trace=True,
+                            **settings)
+    samples = [hmc_reference_sample(r.result, reference) for r in runs]
+    accuracy = np.stack([sequence_test_accuracies(s, model, sequence) for s in samples])[None]
+    grid_probs = np.stack([np.asarray(hmc_predict(s, model, grid_xs, sequence.likelihood)) for s in samples])
+    test_xs = np.concatenate([np.asarray(task.test.xs, np.float32) for task in sequence.tasks])
     per_task = [{"task": r.task, "compile_s": r.result.compile_seconds, "run_s": r.result.run_seconds,
-                 **summarise_hmc_info(r.result.info)} for r in runs]
-    record = {k: v for k, v in spec.hmc.items() if k != "devices"}
+                 **summarise_hmc_info(r.result.info),
+                 "function_space": hmc_function_space(r.result, model, test_xs, grid_xs, sequence.likelihood)}
+                for r in runs]
+    record = {k: v for k, v in spec.hmc.items() if k != "devices"} | {"reference": reference}
     record["n_devices"] = len(spec.hmc.get("devices") or [None])
     info = {"settings": record, "seed": int(seeds[0]), "per_task": per_task,
             "compile_s": sum(r.result.compile_seconds for r in runs),
@@ -189,6 +222,7 @@ def safe_run(fn: Callable, *args, **kwargs) -> tuple[Any, dict | None]:
 # %% ../nbs/12_experiment.ipynb #3d8f52af
 PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, "epochs": (int, type(None)),
                    "preset": str, "hmc_chains": int, "hmc_warmup": int, "hmc_samples": int, "hmc_max_doublings": int,
+                   "hmc_reference": str,
                    "grid_resolution": int,
                    "kl_floor": float, "results_folder": (str, type(None)), "figures_folder": (str, type(None)),
                    "tables_folder": (str, type(None)), "fast_compile": (bool, type(None)),
@@ -233,6 +267,8 @@ def validate_parameters(params: dict) -> dict:
         if params[name] < (2 if name == "grid_resolution" else 1):
             raise ValueError(f"Parameter {name!r} must be at least {2 if name == 'grid_resolution' else 1}, "
                              f"got {params[name]!r}.")
+    if params["hmc_reference"] not in HMC_REFERENCES:
+        raise ValueError(f"Parameter 'hmc_reference' must be one of {HMC_REFERENCES}, got {params['hmc_reference']!r}.")
     if params["hmc_warmup"] < 0:
         raise ValueError(f"Parameter 'hmc_warmup' must be non-negative, got {params['hmc_warmup']!r}.")
     if params["epochs"] is not None and params["epochs"] < 1:

@@ -17,8 +17,9 @@ from .experiment import AXIS_LABELS, grid_shape
 from .paper import AUTHORS_CODE_ACCURACY, METHOD_LABELS
 
 # %% auto #0
-__all__ = ['CLASS_COLOURS', 'json_ready', 'write_numbers', 'read_numbers', 'draw_visualisation', 'draw_distances', 'summary_rows',
-           'distance_rows', 'hmc_rows', 'markdown_table', 'write_report']
+__all__ = ['CLASS_COLOURS', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers', 'draw_visualisation',
+           'draw_distances', 'unconverged_tasks', 'summary_rows', 'distance_rows', 'hmc_rows', 'markdown_table',
+           'write_report']
 
 # %% ../nbs/12a_report.ipynb #c22a381b
 def json_ready(value):
@@ -71,11 +72,17 @@ def _train_points(sequence: TaskSequence, t: int):
     ys = np.concatenate([task.train.ys for task in sequence.tasks[:t]])
     return xs, ys
 
+UNCONVERGED_NOTE = ("† HMC-NUTS reference not converged in function space after this task: max rank-normalised R̂ > "
+                    "1.01 or min bulk ESS < 400 of its predictive probabilities, or not judged (fewer than 4 draws per "
+                    "chain); distances to HMC-NUTS after it are measured against an unconverged reference.")
+
 def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: dict[str, np.ndarray], window,
-                       resolution, errors: dict[str, str] | None = None, panel_size: float = 1.35):
-    "The paper's figure: rows tasks, columns `methods`; `grids[name]` is (T, n, C) on `plot_grid(window, resolution)`."
+                       resolution, errors: dict[str, str] | None = None, panel_size: float = 1.35,
+                       marked_tasks: Sequence[int] = ()):
+    "The paper's figure: rows tasks, columns `methods`; `grids[name]` is (T, n, C) on `plot_grid(window, resolution)`; `marked_tasks` (1-based) get a †."
     import matplotlib.pyplot as plt
     errors = errors or {}
+    marked_tasks = set(int(t) for t in marked_tasks)
     n1, n2 = grid_shape(resolution)
     T = len(sequence)
     (low1, high1), (low2, high2) = window
@@ -106,11 +113,17 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
             xs, ys = _train_points(sequence, t + 1)
             colours = [("tab:red", "tab:blue")[y] if binary else CLASS_COLOURS[y] for y in ys]
             ax.scatter(xs[:, 0], xs[:, 1], c=colours, s=2.5 if binary else 4, linewidths=0.3, edgecolors="black")
+            if name == "hmc" and t + 1 in marked_tasks:
+                ax.text(0.96, 0.94, "†", transform=ax.transAxes, ha="right", va="top", fontsize=9, color="black",
+                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
     x_label, y_label = AXIS_LABELS.get(sequence.name, ("$x_1$", "$x_2$"))
     for t in range(T):
-        axes[t, 0].set_ylabel(f"after task {t + 1}\n{y_label}", fontsize=6)
+        axes[t, 0].set_ylabel(f"after task {t + 1}{' †' if t + 1 in marked_tasks else ''}\n{y_label}", fontsize=6)
     fig.supxlabel(x_label, fontsize=8)
     fig.tight_layout(pad=0.3, w_pad=0.1, h_pad=0.2)
+    if marked_tasks:
+        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.04)
+        fig.text(0.01, 0.005, UNCONVERGED_NOTE, fontsize=5, ha="left", va="bottom", wrap=True)
     return fig
 
 def draw_distances(numbers: dict):
@@ -141,9 +154,16 @@ def draw_distances(numbers: dict):
     return fig
 
 # %% ../nbs/12a_report.ipynb #a37ac465
+def unconverged_tasks(numbers: dict) -> list[int]:
+    "Tasks (1-based) after which the HMC reference misses the function-space thresholds or was not judged; [] without HMC."
+    entry = numbers["methods"].get("hmc") or {}
+    return [d["task"] for d in (entry.get("hmc") or {}).get("per_task", [])
+            if not (d.get("function_space") or {}).get("converged", False)]
+
 def summary_rows(numbers: dict) -> list[dict]:
     "One row per method: final average accuracy (mean ± std over seeds), the authors' number, TV and KL to HMC."
     authors = AUTHORS_CODE_ACCURACY.get(numbers["sequence"], {})
+    last = "†" if numbers.get("n_tasks") in unconverged_tasks(numbers) else ""
     rows = []
     for name, entry in numbers["methods"].items():
         row = {"method": METHOD_LABELS.get(name, name), "status": entry["status"]}
@@ -152,8 +172,8 @@ def summary_rows(numbers: dict) -> list[dict]:
             row["final average accuracy (%)"] = f"{acc['mean']:.2f} ± {acc['std']:.2f}" if len(acc["per_seed"]) > 1 \
                 else f"{acc['mean']:.2f}"
             distance = entry.get("distance_to_hmc")
-            row["TV to HMC (last task)"] = f"{distance['tv'][-1]:.3f}" if distance else "–"
-            row["KL(HMC‖method) (last task)"] = f"{distance['kl'][-1]:.3f}" if distance else "–"
+            row["TV to HMC (last task)"] = f"{distance['tv'][-1]:.3f}{last}" if distance else "–"
+            row["KL(HMC‖method) (last task)"] = f"{distance['kl'][-1]:.3f}{last}" if distance else "–"
             row["mean TV over tasks"] = f"{np.mean(distance['tv']):.3f}" if distance else "–"
             row["wall s"] = f"{entry['timings'].get('wall_s', float('nan')):.1f}"
         else:
@@ -163,27 +183,33 @@ def summary_rows(numbers: dict) -> list[dict]:
     return rows
 
 def distance_rows(numbers: dict) -> list[dict]:
-    "One row per method with the TV and KL to HMC after every task."
+    "One row per method with the TV and KL to HMC after every task (a † on tasks whose reference is unconverged)."
+    marked = set(unconverged_tasks(numbers))
+    mark = lambda t: "†" if t + 1 in marked else ""
     rows = []
     for name, entry in numbers["methods"].items():
         distance = entry.get("distance_to_hmc")
         if not distance:
             continue
         row = {"method": METHOD_LABELS.get(name, name)}
-        row |= {f"TV t{t + 1}": f"{v:.3f}" for t, v in enumerate(distance["tv"])}
-        row |= {f"KL t{t + 1}": f"{v:.3f}" for t, v in enumerate(distance["kl"])}
+        row |= {f"TV t{t + 1}{mark(t)}": f"{v:.3f}" for t, v in enumerate(distance["tv"])}
+        row |= {f"KL t{t + 1}{mark(t)}": f"{v:.3f}" for t, v in enumerate(distance["kl"])}
         rows.append(row)
     return rows
 
 def hmc_rows(numbers: dict) -> list[dict]:
-    "One row per task with HMC's times and diagnostics."
+    "One row per task with HMC's times, parameter-space and function-space diagnostics."
     entry = numbers["methods"].get("hmc", {})
     rows = []
     for d in (entry.get("hmc") or {}).get("per_task", []):
         fmt = lambda v, f: "–" if v is None else format(v, f)
+        fs = d.get("function_space") or {}
         rows.append({"task": d["task"], "compile s": fmt(d["compile_s"], ".1f"), "sampling s": fmt(d["run_s"], ".1f"),
-                     "max R̂": fmt(d["max_rhat"], ".3f"), "median R̂": fmt(d["median_rhat"], ".3f"),
-                     "min ESS": fmt(d["min_ess"], ".1f"), "divergent (sampling / warm-up)":
+                     "predictive max R̂": fmt(fs.get("max_rhat"), ".3f"),
+                     "predictive min bulk ESS": fmt(fs.get("min_ess_bulk"), ".1f"),
+                     "reference": "converged" if fs.get("converged") else "† not converged" if fs else "† not judged",
+                     "parameter max R̂": fmt(d["max_rhat"], ".3f"), "parameter median R̂": fmt(d["median_rhat"], ".3f"),
+                     "parameter min ESS": fmt(d["min_ess"], ".1f"), "divergent (sampling / warm-up)":
                      f"{d['n_divergent']} / {d['n_warmup_divergent']}", "acceptance": fmt(d["mean_acceptance"], ".3f"),
                      "median step size": fmt(d["step_size_median"], ".2g"),
                      "leapfrog steps / NUTS step": fmt(d["mean_integration_steps"], ".0f")})
@@ -218,22 +244,36 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
     sequence = load_sequence(name) if sequence is None else sequence
     methods = list(numbers["methods"])
     errors = {m: e["error"]["message"] for m, e in numbers["methods"].items() if e["status"] != "ok"}
-    figure = draw_visualisation(sequence, methods, grids, numbers["window"], numbers["grid_resolution"], errors)
+    marked = unconverged_tasks(numbers)
+    figure = draw_visualisation(sequence, methods, grids, numbers["window"], numbers["grid_resolution"], errors,
+                                marked_tasks=marked)
     paths = _save_figure(figure, Path(figures_folder) / f"visualisation_{name}")
     if any(entry.get("distance_to_hmc") for entry in numbers["methods"].values()):
         paths += _save_figure(draw_distances(numbers), Path(figures_folder) / f"hmc_distance_{name}")
     tables = {"summary": summary_rows(numbers), "distance_to_hmc": distance_rows(numbers), "hmc": hmc_rows(numbers),
-              "provenance": numbers.get("provenance")}
+              "hmc_reference_unconverged_tasks": marked, "provenance": numbers.get("provenance")}
+    warning = "" if not marked or "hmc" not in grids else (
+        f"**† The HMC-NUTS reference is not converged in function space after task(s) {', '.join(map(str, marked))}** "
+        "(rank-normalised split R̂ of its predictive probabilities at the test and grid points above 1.01, or bulk ESS "
+        "below 400, or fewer than 4 draws per chain; see the diagnostics table): distances to HMC-NUTS after these "
+        "tasks are measured against an unconverged reference.\n\n")
     text = (f"# Visualisation experiment on {name} (run `{numbers['run']}`)\n\n"
             f"Seeds {numbers['parameters']['seeds']}; epochs {numbers['parameters']['epochs'] or 'as in the paper'}; "
             f"HMC {numbers['parameters']['hmc_chains']} chains, {numbers['parameters']['hmc_warmup']} warm-up and "
             f"{numbers['parameters']['hmc_samples']} NUTS steps (trajectories of at most "
             f"2^{numbers['parameters'].get('hmc_max_doublings', 10)} leapfrog steps); grid {numbers['grid_resolution']}² over "
             f"{numbers['window']}. Distances are means over the grid, HMC-NUTS being the reference "
-            f"(KL floor {numbers['parameters']['kl_floor']:g}). Authors: their code at b838074, one seed (1337).\n\n"
+            f"(KL floor {numbers['parameters']['kl_floor']:g}), averaged over "
+            f"{'each chain’s final state' if numbers['parameters'].get('hmc_reference') == 'final' else 'every post-warm-up draw of every chain'}. "
+            "Authors: their code at b838074, one seed (1337).\n\n" + warning +
             "## Final average test accuracy and distance to HMC-NUTS\n\n" + markdown_table(tables["summary"]) +
             "\n## Distance to HMC-NUTS after each task\n\n" + markdown_table(tables["distance_to_hmc"]) +
-            "\n## HMC-NUTS diagnostics per task\n\n" + markdown_table(tables["hmc"]) +
+            "\n## HMC-NUTS diagnostics per task\n\n"
+            "Predictive: rank-normalised split R̂ (the larger of bulk and folded) and bulk ESS (Vehtari et al. 2021) of the "
+            "predictive probabilities, worst over the test points of all tasks, the grid points and the classes "
+            "(`bcl.hmc.predictive_convergence`); converged means R̂ ≤ 1.01 and bulk ESS ≥ 400. Parameter R̂ and ESS "
+            "(split, not rank-normalised) are shown for reference only: a network's symmetries make them meaningless.\n\n"
+            + markdown_table(tables["hmc"]) + (f"\n{UNCONVERGED_NOTE}\n" if marked else "") +
             f"\nTotal wall time of the run: {numbers.get('wall_s', float('nan')):.0f} s.\n")
     paths.append(atomic_write_bytes(Path(tables_folder) / f"visualisation_{name}.md", text.encode()))
     paths.append(atomic_write_json(Path(tables_folder) / f"visualisation_{name}.json", tables))

@@ -1,0 +1,144 @@
+"""HMC-NUTS convergence in function space against the number of chains (issue 31, item 6).
+
+Two steps:
+
+1. `sample`: joint HMC-NUTS after one task of a visualisation sequence with the paper's settings (1000 warm-up
+   steps of window adaptation, 100 NUTS steps kept per chain) and `--chains` chains (a vmap axis, sharded over the
+   host devices), as `bcl.experiment` runs it (model fcnn16, prior precision 1, key 1337, the same key at every
+   task). Saves the sampling phase's trace of positions (chains, draws, ...) and the wall/CPU seconds to
+   `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
+2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
+   chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
+   function-space diagnostics of `bcl.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
+   folded, and bulk ESS of the predictive probabilities at the test points and the plotting-grid points), written
+   to `experiments/tables/hmc_function_space.md` and `.json`.
+
+Usage:
+    python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
+    python benchmarks/hmc_function_space.py table
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FOLDER = ROOT / "results" / "hmc_function_space"
+
+
+def _host_devices(chains: int) -> None:
+    n = max(d for d in range(1, min(chains, os.cpu_count() or 1) + 1) if chains % d == 0)
+    if n > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={n}")
+
+
+def sample(args) -> None:
+    _host_devices(args.chains)
+    import jax
+    from jax.flatten_util import ravel_pytree
+    import numpy as np
+    from bcl.core import atomic_write_json
+    from bcl.data import load_sequence
+    from bcl.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info
+    from bcl.models import make_model
+    sequence = load_sequence(args.sequence)
+    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+    load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
+    (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
+                              num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
+                              devices=parallel_chain_devices(args.chains), progress=False)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
+    np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
+    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "warmup": args.warmup,
+              "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
+              "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
+              "cpu_s": cpu, "load_before": load_before, "load_after": os.getloadavg(),
+              "parameter_space": summarise_hmc_info(run.result.info)}
+    atomic_write_json(stem.with_suffix(".json"), record)
+    print(json.dumps(record))
+
+
+def table(args) -> None:
+    import jax
+    from jax.flatten_util import ravel_pytree
+    import jax.numpy as jnp
+    import numpy as np
+    from bcl.data import load_sequence
+    from bcl.experiment import PLOT_WINDOWS, plot_grid
+    from bcl.hmc import convergence_summary, predictive_convergence
+    from bcl.models import make_model
+    rows = []
+    stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
+    for path in sorted(FOLDER.glob(f"{args.sequence or ''}*.json")):
+        record = json.loads(path.read_text())
+        sequence = load_sequence(record["sequence"])
+        model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+        unravel = ravel_pytree(model.init(jax.random.key(0)))[1]
+        positions = jax.vmap(jax.vmap(unravel))(jnp.asarray(np.load(path.with_suffix(".npz"))["positions"]))
+        test_xs = np.concatenate([task.test.xs for task in sequence.tasks])
+        xs = np.concatenate([test_xs, plot_grid(PLOT_WINDOWS[record["sequence"]], args.grid_resolution)])
+        counts = [c for c in args.counts if c <= record["chains"] and record["chains"] % c == 0]
+        for c in counts:
+            rhat, ess = predictive_convergence(jax.tree.map(lambda a: a[:c], positions), model, xs,
+                                               sequence.likelihood)
+            d = convergence_summary(rhat, ess)
+            rows.append({"sequence": record["sequence"], "task": record["task"], "chains": c,
+                         "draws per chain": record["samples"], "max R̂": round(d["max_rhat"], 3),
+                         "min bulk ESS": round(d["min_ess_bulk"], 1),
+                         "converged": "yes" if d["converged"] else "no",
+                         "scalars over R̂ / under ESS": f"{d['n_rhat_over']} / {d['n_ess_under']} of {d['n_scalars']}",
+                         "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains)",
+                         "load (1 min) before/after": f"{record['load_before'][0]:.1f}/{record['load_after'][0]:.1f}",
+                         "parameter max R̂": round(record["parameter_space"]["max_rank_rhat"], 3)})
+            print(rows[-1], flush=True)
+            _write_table(args, stem, rows)
+
+
+def _write_table(args, stem, rows) -> None:
+    "Write the rows so far (a long computation leaves what it finished)."
+    from bcl.core import atomic_write_bytes, atomic_write_json
+    from bcl.report import markdown_table
+    rows = sorted(rows, key=lambda r: (r["sequence"], r["task"], r["chains"]))
+    header = ("# HMC-NUTS convergence in function space against the number of chains\n\n"
+              f"Written by `python benchmarks/hmc_function_space.py table"
+              f"{' --sequence ' + args.sequence if args.sequence else ''}` from the traces of "
+              "`python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` (1000 warm-up, "
+              "100 NUTS steps per chain, fcnn16, key 1337). max R̂: rank-normalised split R̂ (max of bulk and "
+              "folded, Vehtari et al. 2021) of the predictive probabilities, maximised over the test points, "
+              f"the {args.grid_resolution}² plotting-grid points and the classes; min bulk ESS: the smallest bulk "
+              "ESS over the same. Thresholds: R̂ ≤ 1.01 and bulk ESS ≥ 400. Rows with fewer chains than the run use "
+              "its first chains. Seconds are the wall time of the run (compilation included) on a 2-core CPU "
+              "shared with other jobs (the load column).\n\n")
+    atomic_write_bytes(ROOT / "experiments" / "tables" / f"{stem}.md", (header + markdown_table(rows)).encode())
+    atomic_write_json(ROOT / "experiments" / "tables" / f"{stem}.json", rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sample")
+    s.add_argument("--sequence", required=True, choices=["cisplit2diris", "disinusoid"])
+    s.add_argument("--task", type=int, required=True)
+    s.add_argument("--chains", type=int, default=8)
+    s.add_argument("--warmup", type=int, default=1000)
+    s.add_argument("--samples", type=int, default=100)
+    s.add_argument("--seed", type=int, default=1337)
+    t = sub.add_parser("table")
+    t.add_argument("--grid-resolution", type=int, default=100)
+    t.add_argument("--sequence", choices=["cisplit2diris", "disinusoid"], help="only this sequence's runs, to "
+                   "experiments/tables/hmc_function_space_<sequence>.md/.json")
+    t.add_argument("--counts", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64], help="chain counts to judge")
+    args = parser.parse_args()
+    (sample if args.command == "sample" else table)(args)
+
+
+if __name__ == "__main__":
+    main()
