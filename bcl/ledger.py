@@ -324,9 +324,9 @@ def read_explanations(path: str | os.PathLike, root: str | os.PathLike) -> dict[
     return explanations
 
 def verdict(ledgers: dict, column: str, method: str, explanations: dict) -> tuple[str, str]:
-    """(status, explanation) of a cell: its status under 'matched' (else under 'epochs', marked), and for a cell off
-    by more than `EXPLAIN_POINTS` under every schedule run, the first explanation whose pattern matches, or
-    'unexplained'."""
+    """(status, explanation) of a cell: its status under 'matched' (else under 'epochs', marked), and for a cell that
+    does not agree and is off by more than `EXPLAIN_POINTS` under every schedule run, the first explanation whose
+    pattern matches, or 'unexplained'."""
     import fnmatch
     judged = schedule_value(ledgers, "matched", column, method)
     status = judged.status if judged else None
@@ -334,7 +334,7 @@ def verdict(ledgers: dict, column: str, method: str, explanations: dict) -> tupl
         epochs = schedule_value(ledgers, "epochs", column, method)
         status = f"{epochs.status} (epochs; matched not run)" if epochs else "not run"
     ran = [e for s in SCHEDULE_LABELS if (e := schedule_value(ledgers, s, column, method)) is not None]
-    if not ran or min(abs(e.delta) for e in ran) <= EXPLAIN_POINTS:
+    if status.startswith("agrees") or not ran or min(abs(e.delta) for e in ran) <= EXPLAIN_POINTS:
         return status, ""
     for pattern, e in explanations.items():
         if fnmatch.fnmatchcase(f"{column}/{method}", pattern):
