@@ -22,7 +22,7 @@ from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_paramete
 
 # %% auto #0
 __all__ = ['SETUP_FIELDS', 'REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence',
-           'paper_size_ratio', 'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method',
+           'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method',
            'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell',
            'write_cell', 'read_cell']
 
@@ -93,7 +93,7 @@ def load_cell_sequence(params: dict, data_dir: str | None = None, progress: bool
     return shrink_sequence(sequence, SMOKE["points"]) if plan.profile == "smoke" else sequence
 
 # %% ../nbs/13_table.ipynb #6c55218b
-def paper_size_ratio(params: dict, sequence: TaskSequence) -> tuple[int, int]:
+def paper_and_our_points(params: dict, sequence: TaskSequence) -> tuple[int, int]:
     "(the paper's training points, ours) of a cell's column: MNIST-5k (48,000, 3,200); `ValueError` if the paper's is unknown."
     paper = PAPER_TRAIN_POINTS.get(table_column(params["column"]).sequence)
     if paper is None:
@@ -110,14 +110,14 @@ def schedule_epochs(params: dict, sequence: TaskSequence, epochs: int) -> int:
         return SMOKE["epochs"]
     if not check_schedule(params["schedule"]).paper_steps:
         return epochs
-    paper, ours = paper_size_ratio(params, sequence)
+    paper, ours = paper_and_our_points(params, sequence)
     return max(epochs, math.ceil(epochs * paper / ours))
 
 def schedule_data_scale(params: dict, sequence: TaskSequence) -> float:
     "`Training.data_scale` of a cell: 1, or the paper's training points over ours (at least 1) for 'matched' schedules."
     if not check_schedule(params["schedule"]).paper_weights:
         return 1.0
-    paper, ours = paper_size_ratio(params, sequence)
+    paper, ours = paper_and_our_points(params, sequence)
     return max(1.0, paper / ours)
 
 def _smallest_task(sequence: TaskSequence) -> int:
