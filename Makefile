@@ -9,7 +9,7 @@ PROFILE ?= offline
 # The papermill templates, paired with percent-format scripts in experiments/templates/ for reviewable diffs.
 TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
 
-.PHONY: env env-latest lock offline-data templates sync-check test test-all demo demo-sinusoid clean-notebooks bench \
+.PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench \
         table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger
 
 $(STAMP): settings.ini setup.py $(LOCK)
@@ -63,6 +63,13 @@ test: env sync-check
 ## The same with slow cells included.
 test-all: env
 	BCL_TEST_FLAGS=slow $(BIN)/python -m pytest tests -q -rs --durations=15
+
+## The batch on a real one-node Slurm through dask-jobqueue (tests/test_slurm.py; `make test` skips these): smoke
+## cells, a cancelled job, one-minute walltimes, a stopped slurmctld. Needs root: scripts/slurm_local.sh installs
+## Debian's slurm-wlm and munge if missing, starts munged, slurmctld and slurmd, and stops them at the end.
+## About 15 minutes on 2 cores.
+test-slurm: env
+	BCL_TEST_SLURM=1 $(BIN)/python -m pytest tests/test_slurm.py -q -rs --durations=10
 
 ## The main job: the paper's visualisation figure and tables for CI Split 2D Iris with the paper's settings
 ## (papermill, nbs/20_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains), then DI Sinusoid with a

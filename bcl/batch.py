@@ -19,9 +19,10 @@ from .core import atomic_write_json, project_root, results_dir
 
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
-           'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'kill_hook', 'prepare_task',
-           'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder',
-           'slurm_config', 'slurm_cluster', 'make_client', 'positive_int', 'table_parser', 'table_main']
+           'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'kill_hook', 'stall_hook',
+           'prepare_task', 'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins',
+           'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready', 'make_client', 'positive_int',
+           'table_parser', 'table_main']
 
 # %% ../nbs/15b_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -157,6 +158,7 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tu
         from bcl.devices import pin_environment
         os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
     kill_hook(params)
+    stall_hook(params)
     template = template_path(TABLE_TEMPLATE)
     name = f"{params['column']}/{params['method']}"
     start = time.perf_counter()
@@ -184,6 +186,17 @@ def kill_hook(params: dict) -> None:
         Path(marker).write_text(str(os.getpid()))
         import signal
         os.kill(os.getpid(), signal.SIGKILL)
+
+def stall_hook(params: dict) -> None:
+    """Fault injection for tests: BCL_TABLE_STALL_ONCE=COLUMN/METHOD:MARKER:SECONDS makes this cell wait SECONDS once
+    before it starts (a job then outlives its walltime; the rerun does not wait)."""
+    spec = os.environ.get("BCL_TABLE_STALL_ONCE")
+    if not spec:
+        return
+    cell, marker, seconds = spec.rsplit(":", 2)
+    if cell == f"{params['column']}/{params['method']}" and not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        time.sleep(float(seconds))
 
 def prepare_task(cells_params: list[dict], data_dir: str | None, plugin_folder: str | None = None) -> str:
     "A Dask task: load the sequences of cells that share one extractor, so it is pre-trained once, not per cell."
@@ -274,15 +287,39 @@ def slurm_cluster(config: Path | None = None):
     dask.config.update(dask.config.config, yaml.safe_load(Path(config or slurm_config()).read_text()), priority="new")
     return SLURMCluster()
 
+def slurm_ready(timeout: float = 10.0) -> str:
+    """Check that Slurm's commands are here and its controller answers (`scontrol ping`); its answer, else
+    `SystemExit` with one line that says what to start."""
+    import shutil
+    import subprocess
+    missing = [c for c in ("sbatch", "scancel", "squeue", "scontrol") if shutil.which(c) is None]
+    if missing:
+        raise SystemExit(f"bcl-table: --slurm needs Slurm's commands ({', '.join(missing)} not found on PATH): run "
+                         "on a login node of your cluster, or install Slurm (Debian: apt-get install slurm-client).")
+    try:
+        done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=timeout)
+        answer = (done.stdout + done.stderr).strip()
+        up = done.returncode == 0 and " is UP" in answer
+    except subprocess.TimeoutExpired:
+        answer, up = f"no answer in {timeout:.0f} s", False
+    if not up:
+        where = f" (SLURM_CONF={os.environ['SLURM_CONF']})" if os.environ.get("SLURM_CONF") else ""
+        raise SystemExit(f"bcl-table: Slurm's controller does not answer{where}: {answer!r}. Start slurmctld (and "
+                         "slurmd on the nodes); for the one-node test Slurm: scripts/slurm_local.sh start. Or leave "
+                         "out --slurm to run on a LocalCluster here.")
+    return answer
+
 def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | None = None,
                 slurm_config_file: str | None = None):
     """A Dask client and the GPU share of its workers, (GPUs, workers) or None: of an existing scheduler (address or
-    file) or Slurm jobs (None: their workers bring their own GPU), or of a LocalCluster here."""
+    file) or Slurm jobs (None: their workers bring their own GPU; kept at `slurm_jobs` jobs), or of a LocalCluster
+    here."""
     from distributed import Client, LocalCluster
     from bcl.devices import gpu_count
     if slurm_jobs:
+        slurm_ready()
         cluster = slurm_cluster(slurm_config_file)
-        cluster.scale(jobs=slurm_jobs)
+        cluster.adapt(minimum_jobs=slurm_jobs, maximum_jobs=slurm_jobs)  # a job that ends early is replaced
         return Client(cluster), None
     if scheduler:
         try:
@@ -397,6 +434,8 @@ def _record_blocked(cell: Cell) -> dict:
 def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
     "`bcl-table faa|visualisation|all|custom [...]`: run the batch (see this notebook's first section)."
     args = table_parser(prog).parse_args(argv)
+    if args.slurm and not args.dry_run:
+        slurm_ready()  # before anything slow: a Slurm that is down is said at once
     plugin_modules = load_plugins(args.plugins)
     out = Path(args.out) if args.out else results_dir() / "table"
     root = profile_folder(out.resolve(), args.profile, args.schedule)
@@ -436,4 +475,6 @@ def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
             results += _run_on_cluster(client, todo, visualisations, args, root, data_dir, gpu_share, plugin_folder)
         finally:
             client.close()
+            if args.slurm:  # cancels the Slurm jobs (a LocalCluster ends with this process anyway)
+                client.cluster.close()
     return _report(results, args, seeds, root, time.perf_counter() - start)

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 # %% auto #0
-__all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'code_version', 'canonical_json', 'content_hash', 'git_state', 'cpu_info',
-           'usable_cores', 'provenance']
+__all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'SLURM_FIELDS', 'code_version', 'canonical_json', 'content_hash', 'git_state',
+           'cpu_info', 'usable_cores', 'slurm_job', 'provenance']
 
 # %% ../nbs/00b_provenance.ipynb #fe760982
 OUTSIDE_COMPUTATION = ("_modidx.py", "ledger.py", "cli.py", "batch.py", "devices.py")  # never imported by a computation; left out of code_version
@@ -153,8 +153,18 @@ def _version(name: str) -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return None
 
+SLURM_FIELDS = {"job_id": "SLURM_JOB_ID", "job_name": "SLURM_JOB_NAME", "node": "SLURMD_NODENAME",
+                "partition": "SLURM_JOB_PARTITION", "cluster": "SLURM_CLUSTER_NAME"}
+
+def slurm_job(environ: dict | None = None) -> dict | None:
+    "The Slurm job this process runs in, from the variables Slurm sets in a job (`SLURM_FIELDS`); None outside one."
+    environ = os.environ if environ is None else environ
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+    return {field: environ.get(name) for field, name in SLURM_FIELDS.items()}
+
 def provenance() -> dict:
-    "What produced a result: time, `bcl` code hash, git state, Python and package versions, XLA settings, JAX backend and devices, CPU."
+    "What produced a result: time, `bcl` code hash, git state, Python and package versions, XLA settings, JAX backend and devices, CPU, Slurm job."
     import jax
     return {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "bcl_code": code_version(),
@@ -165,4 +175,5 @@ def provenance() -> dict:
             "jax_platforms": os.environ.get("JAX_PLATFORMS"),
             "backend": jax.default_backend(),
             "devices": [device.device_kind for device in jax.devices()],
-            "cpu": cpu_info()}
+            "cpu": cpu_info(),
+            "slurm": slurm_job()}

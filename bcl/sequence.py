@@ -28,7 +28,8 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
 __all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
            'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'DataProblem', 'data_problems',
            'check_data', 'fast_compile_options', 'free_memory', 'program_bytes', 'fitting_chunk', 'predict_in_chunks',
-           'SequenceResult', 'train_sequence', 'select_by_validation', 'result_table', 'save_table']
+           'SequenceResult', 'seed_mesh', 'on_seed_mesh', 'train_sequence', 'select_by_validation', 'result_table',
+           'save_table']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -140,6 +141,13 @@ def check_data(method: Method, sequence: TaskSequence) -> None:
                          + "\n".join(f"  - {p.message}" for p in problems))
 
 # %% ../nbs/07b_sequence.ipynb #1b9b8ecf
+def _placement(x):
+    "How an argument is split over devices, for the cache key: its `NamedSharding`'s spec and mesh size; else None."
+    sharding = getattr(x, "sharding", None)
+    if isinstance(sharding, jax.sharding.NamedSharding) and sharding.mesh.size > 1:
+        return str(sharding.spec), sharding.mesh.size
+    return None
+
 class _Programs:
     "Ahead-of-time compiled executables keyed by (name, argument signature), with compile time accounting."
     def __init__(self, max_size: int = 64):
@@ -151,7 +159,8 @@ class _Programs:
         leaves, treedef = jax.tree.flatten(args)
         options = dict(compiler_options or {})
         signature = (name, treedef, tuple((np.shape(x), str(jnp.result_type(x)) if not jax.dtypes.issubdtype(
-            getattr(x, "dtype", None), jax.dtypes.prng_key) else "key") for x in leaves), tuple(sorted(options.items())))
+            getattr(x, "dtype", None), jax.dtypes.prng_key) else "key", _placement(x)) for x in leaves),
+            tuple(sorted(options.items())))
         compile_s = 0.0
         if signature not in self.cache:
             start = time.perf_counter()
@@ -270,15 +279,31 @@ SPLITS = ("validation", "test")
 METRICS = {"accuracy": accuracy, "nll": mean_nll, "ece": expected_calibration_error,
            "ece100": lambda probs, ys: expected_calibration_error(probs, ys, n_bins=100)}
 
+def seed_mesh(n_seeds: int, devices=None):
+    """A 1-D mesh named "seeds" over the largest number of `devices` (default: JAX's) that divides `n_seeds`; None when
+    that is one device (nothing to split)."""
+    devices = list(jax.devices() if devices is None else devices)
+    k = max(d for d in range(1, min(len(devices), n_seeds) + 1) if n_seeds % d == 0)
+    return None if k == 1 else jax.sharding.Mesh(np.array(devices[:k]), ("seeds",))
+
+def on_seed_mesh(tree, mesh, axis: int = 0):
+    "Every leaf of `tree` split along its `axis` (the seeds) over `mesh`; `tree` unchanged when `mesh` is None."
+    if mesh is None:
+        return tree
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*(None,) * axis, "seeds"))
+    return jax.tree.map(lambda leaf: jax.device_put(leaf, sharding), tree)
+
 def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict,
-              compiler_options: dict | None = None) -> dict[str, np.ndarray]:
-    "Metrics (G, S, T) of `state` on every task of both evaluation splits."
+              compiler_options: dict | None = None, mesh=None) -> dict[str, np.ndarray]:
+    "Metrics (G, S, T) of `state` on every task of both evaluation splits (seeds split over `mesh`, if given)."
     # seeds as a vmap axis; grid configurations one call each, so one program serves every grid size
     per_split = {name: [getattr(task, name) for task in sequence.tasks] for name in SPLITS}
     xs = np.concatenate([np.asarray(s.xs, np.float32) for name in SPLITS for s in per_split[name]])
     host_params = jax.tree.map(np.asarray, state.params)
     G = jax.tree.leaves(host_params)[0].shape[0]
-    probs = np.stack([predict_in_chunks(method, predict_keys, jax.tree.map(lambda leaf: leaf[g], host_params), xs,
+    predict_keys = on_seed_mesh(predict_keys, mesh)
+    probs = np.stack([predict_in_chunks(method, predict_keys,
+                                        on_seed_mesh(jax.tree.map(lambda leaf: leaf[g], host_params), mesh), xs,
                                         chunk, compiler_options=compiler_options, timings=timings)
                       for g in range(G)])
     G, S = probs.shape[:2]
@@ -394,6 +419,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                    fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
                    restart: bool = False,  # discard an existing `checkpoint` and start from task 1
                    task_keys: str = "per_task",  # "per_task": new keys per task; "shared": the same (authors' code)
+                   shard_seeds: bool = True,  # split the seeds over JAX's devices when it sees several (`seed_mesh`)
                   ) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
     check_sequence(method, sequence)
@@ -420,6 +446,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
+    mesh = seed_mesh(S) if shard_seeds else None
 
     def result(tasks_done):
         metrics = {k: v for k, v in record.items() if k != "losses"}
@@ -433,6 +460,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
               initial=done, total=T, unit="task") as bar:
         for t in bar:
             args = _task_arguments(method, sequence, t, seed_keys, state, jhyper, rows_per_task, task_keys)
+            args = (on_seed_mesh(args[0], mesh), on_seed_mesh(args[1], mesh, axis=1), *args[2:])  # keys (S, 2), state (G, S, ...)
             state_after, losses, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, options, progress)
             timings["compile_s"] += compile_s
             timings["run_s"] += run_s
@@ -443,7 +471,8 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                 raise FloatingPointError(f"Method {method.name!r}: the state became non-finite in end_task of task {t}; "
                                          "the checkpoint of the last finished task was kept.")
             record["losses"][t - 1] = losses
-            for name, values in _evaluate(method, sequence, state, predict_keys, eval_chunk, timings, options).items():
+            for name, values in _evaluate(method, sequence, state, predict_keys, eval_chunk, timings, options,
+                                            mesh).items():
                 record[name][:, :, t - 1, :] = values
             if checkpoint is not None:
                 save_checkpoint(checkpoint, state, record, t, fingerprint)
