@@ -67,9 +67,9 @@ test-all: env
 ## The batch on a real one-node Slurm through dask-jobqueue (tests/test_slurm.py; `make test` skips these): smoke
 ## cells, a cancelled job, one-minute walltimes, a stopped slurmctld. Needs root: scripts/slurm_local.sh installs
 ## Debian's slurm-wlm and munge if missing, starts munged, slurmctld and slurmd, and stops them at the end.
-## About 15 minutes on 2 cores.
+## About 15 minutes on 2 cores. `make test-slurm BCL_SLURM_ACCOUNTING=1` adds slurmdbd and MariaDB, for `sacct`.
 test-slurm: env
-	BCL_TEST_SLURM=1 $(BIN)/python -m pytest tests/test_slurm.py -q -rs --durations=10
+	BCL_TEST_SLURM=1 BCL_SLURM_ACCOUNTING=$(BCL_SLURM_ACCOUNTING) $(BIN)/python -m pytest tests/test_slurm.py -q -rs --durations=10
 
 ## The main job: the paper's visualisation figure and tables for CI Split 2D Iris with the paper's settings
 ## (papermill, nbs/20_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains), then DI Sinusoid with a

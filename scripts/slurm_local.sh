@@ -10,8 +10,10 @@
 #
 # Everything lives in $BCL_SLURM_DIR (default /tmp/bcl-slurm): its own slurm.conf, munge key and socket, ports
 # $BCL_SLURM_PORT and $BCL_SLURM_PORT+1 (default 6917, 6918), state, logs and the job completion log (jobcomp.log:
-# one line per finished job with its state, the record that `sacct` would give with a slurmdbd). A Slurm or munge
-# that this script did not start (/etc/slurm, /run/munge, ports 6817-6818) is never read, stopped or changed.
+# one line per finished job with its state). With BCL_SLURM_ACCOUNTING=1 it also runs a private MariaDB (port +2,
+# data in the folder) and slurmdbd (port +3), installed from Debian when missing, so that `sacct` works. A Slurm,
+# munge or MariaDB that this script did not start (/etc/slurm, /run/munge, ports 6817-6819, 3306) is never read,
+# stopped or changed.
 # Commands such as sbatch, squeue, scancel and sinfo reach this Slurm with `source $BCL_SLURM_DIR/env`.
 set -euo pipefail
 
@@ -19,16 +21,21 @@ DIR=${BCL_SLURM_DIR:-/tmp/bcl-slurm}
 PORT=${BCL_SLURM_PORT:-6917}
 HOST=$(hostname -s)
 CONF=$DIR/slurm.conf
+ACCOUNTING=${BCL_SLURM_ACCOUNTING:-0}
 DAEMONS=(munged slurmctld slurmd)
+[ "$ACCOUNTING" = 1 ] && DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd)
 
 say() { echo "slurm_local: $*" >&2; }
 
-# The pid recorded for daemon $1 if that process is alive and is ours (its command line names our folder).
+# The pid recorded for daemon $1 if that process is alive and is ours (its command line names our folder, or its
+# environment holds our SLURM_CONF).
 ours() {
   local file=$DIR/run/$1.pid pid
   [ -f "$file" ] || return 1
   pid=$(cat "$file")
-  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$DIR" && echo "$pid"
+  [ -r "/proc/$pid/cmdline" ] || return 1
+  { tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$DIR" || grep -qsxzF -- "SLURM_CONF=$CONF" "/proc/$pid/environ"; } &&
+    echo "$pid"
 }
 
 install_missing() {
@@ -37,6 +44,10 @@ install_missing() {
   command -v slurmd >/dev/null || missing+=(slurmd)
   command -v sbatch >/dev/null || missing+=(slurm-client)
   command -v munged >/dev/null || missing+=(munge)
+  if [ "$ACCOUNTING" = 1 ]; then
+    command -v slurmdbd >/dev/null || missing+=(slurmdbd)
+    command -v mariadbd >/dev/null || missing+=(mariadb-server)
+  fi
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ]; then
     say "Slurm or munge is missing (${missing[*]}): run as root, or 'sudo apt-get install -y slurm-wlm munge'."
@@ -44,7 +55,10 @@ install_missing() {
   fi
   say "installing slurm-wlm and munge from Debian"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q slurm-wlm munge >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q slurm-wlm munge >/dev/null; }
+  local packages=(slurm-wlm munge)
+  [ "$ACCOUNTING" = 1 ] && packages+=(slurmdbd mariadb-server)
+  apt-get install -y -q --no-install-recommends "${packages[@]}" >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${packages[@]}" >/dev/null; }
 }
 
 write_config() {
@@ -73,7 +87,14 @@ PlugStackConfig=$DIR/plugstack.conf
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(if [ "$ACCOUNTING" = 1 ]; then
+    echo "AccountingStorageType=accounting_storage/slurmdbd"
+    echo "AccountingStorageHost=$HOST"
+    echo "AccountingStoragePort=$((PORT + 3))"
+    echo "AccountingStoragePass=$DIR/run/munge.socket"
+  else
+    echo "AccountingStorageType=accounting_storage/none"
+  fi)
 JobCompType=jobcomp/filetxt
 JobCompLoc=$DIR/jobcomp.log
 SchedulerType=sched/backfill
@@ -93,6 +114,24 @@ EOF
     (umask 077; head -c 1024 /dev/urandom >"$DIR/munge.key")
   fi
   chmod 600 "$DIR/munge.key"
+  if [ "$ACCOUNTING" = 1 ]; then
+    (umask 077; cat >"$DIR/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=$DIR/run/munge.socket
+DbdHost=$HOST
+DbdPort=$((PORT + 3))
+SlurmUser=root
+PidFile=$DIR/run/slurmdbd.daemon.pid
+LogFile=$DIR/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$((PORT + 2))
+StorageUser=slurm
+StoragePass=bcl-local
+StorageLoc=slurm_acct_db
+EOF
+)
+  fi
   cat >"$DIR/env" <<EOF
 export SLURM_CONF=$CONF
 EOF
@@ -117,13 +156,28 @@ start() {
   if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     say "port $PORT is taken by a process this script did not start: set BCL_SLURM_PORT to a free port pair."; exit 1
   fi
-  rm -rf "$DIR/state" "$DIR/spool" "$DIR/run"
+  rm -rf "$DIR/state" "$DIR/spool" "$DIR/run" "$DIR/mysql"
   write_config
   export SLURM_CONF=$CONF
   launch munged munged --foreground --force --socket "$DIR/run/munge.socket" --key-file "$DIR/munge.key" \
     --pid-file "$DIR/run/munged.daemon.pid" --seed-file "$DIR/run/munged.seed" --log-file "$DIR/log/munged.log"
   for _ in $(seq 50); do [ -S "$DIR/run/munge.socket" ] && break; sleep 0.1; done
   [ -S "$DIR/run/munge.socket" ] || { say "munged did not start: $(tail -3 "$DIR/log/munged.out" "$DIR/log/munged.log" 2>/dev/null)"; stop; exit 1; }
+  if [ "$ACCOUNTING" = 1 ]; then
+    if [ ! -d "$DIR/mysql/mysql" ]; then
+      mariadb-install-db --user=root --datadir="$DIR/mysql" --auth-root-authentication-method=socket \
+        >>"$DIR/log/mariadb-install.out" 2>&1 || { say "mariadb-install-db failed: see $DIR/log"; stop; exit 1; }
+    fi
+    launch mariadbd mariadbd --no-defaults --user=root --datadir="$DIR/mysql" --socket="$DIR/run/mysql.sock" \
+      --port=$((PORT + 2)) --bind-address=127.0.0.1 --pid-file="$DIR/run/mariadbd.daemon.pid" \
+      --log-error="$DIR/log/mariadb.log"
+    for _ in $(seq 100); do [ -S "$DIR/run/mysql.sock" ] && break; sleep 0.2; done
+    mariadb --no-defaults --socket="$DIR/run/mysql.sock" -u root -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' \
+      IDENTIFIED BY 'bcl-local'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" ||
+      { say "MariaDB did not start: see $DIR/log/mariadb.log"; stop; exit 1; }
+    launch slurmdbd slurmdbd -D
+    for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$((PORT + 3))") 2>/dev/null && break; sleep 0.2; done
+  fi
   launch slurmctld slurmctld -D -c -f "$CONF"
   launch slurmd slurmd -D -f "$CONF"
   local state=""
@@ -151,7 +205,7 @@ stop() {
       for _ in $(seq 30); do [ -z "$(SLURM_CONF=$CONF squeue -h -t R,CG -o %i 2>/dev/null)" ] && break; sleep 0.5; done
     fi
   fi
-  for d in slurmd slurmctld munged; do
+  for d in slurmd slurmctld slurmdbd mariadbd munged; do
     if pid=$(ours "$d"); then
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

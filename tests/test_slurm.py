@@ -9,7 +9,8 @@
 
 These need root (the script installs Debian's slurm-wlm and munge when missing, and runs the daemons) and take
 several minutes on 2 cores, so they run only with BCL_TEST_SLURM=1: `make test-slurm`. The module starts its own
-Slurm in a temporary folder (ports 6927-6928) and stops it at the end. The job script test of the shipped GPU example
+Slurm in a temporary folder (ports 6927-6928; with BCL_SLURM_ACCOUNTING=1 also MariaDB and slurmdbd, 6929-6930, and
+the jobs are printed as `sacct` lists them) and stops it at the end. The job script test of the shipped GPU example
 needs no Slurm and always runs.
 """
 import contextlib
@@ -46,6 +47,9 @@ def slurm(tmp_path_factory):
     try:
         yield {"env": env, "folder": folder, "dir": folder / "s", "data": folder / "smoke-data"}
     finally:
+        if env.get("BCL_SLURM_ACCOUNTING") == "1":
+            print(subprocess.run(["sacct", "-a", "-X", "--format=JobID,JobName,State,ExitCode,Timelimit,Elapsed,Start,End"],
+                                 env=env, capture_output=True, text=True, timeout=60).stdout)
         stopped = subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=120)
         print(stopped.stderr)
 
@@ -81,17 +85,28 @@ def jobcomp(slurm) -> dict[str, dict]:
     return records
 
 
-def watch(process, slurm, timeout: float, until=None) -> dict[str, dict]:
-    "Poll `squeue` while `process` runs (until `until()` is true, if given); every job seen, by id."
+def watch(process, slurm, timeout: float, until=None, each=None) -> dict[str, dict]:
+    """Poll `squeue` while `process` runs (until `until()` is true, if given; `each(jobs)` at every poll); every job
+    seen, by id."""
     seen, deadline = {}, time.time() + timeout
     while process.poll() is None and time.time() < deadline:
-        for job in squeue(slurm):
+        jobs = squeue(slurm)
+        for job in jobs:
             seen[job["id"]] = job
+        if each is not None:
+            each(jobs)
         if until is not None and until():
             return seen
         time.sleep(1)
     assert process.poll() is not None or until is not None, "the batch did not finish in time"
     return seen
+
+
+def time_limit(slurm, job: str) -> str:
+    "The time limit of a job that Slurm lists, as squeue prints it (e.g. 1:00)."
+    done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%l"], env=slurm["env"], capture_output=True, text=True,
+                          timeout=30)
+    return done.stdout.strip()
 
 
 def numbers(tmp_path: Path, cell: str) -> Path:
@@ -168,26 +183,42 @@ def test_scancel_mid_cell_reruns_the_cell_elsewhere(slurm, tmp_path):
 @needs_slurm
 def test_walltime_expiry_replaces_the_jobs(slurm, tmp_path):
     args = batch_args(slurm, tmp_path, cells=CELLS[:2], walltime="00:01:00")
-    # the first cell waits 150 s once, so its job outlives its walltime on any machine; a cell killed with its job
-    # resumes from its last finished task in the next job, and JAX's compilation cache spares the next job the
-    # compilation: so the cells progress across jobs even on a slow, loaded machine
+    # The first cell waits 150 s once, so its job outlives its one-minute walltime on any machine. Once Slurm has
+    # ended a job for its walltime, the test gives the replacement jobs (submitted with the same minute) 30 minutes
+    # with `scontrol update`, as an administrator could: on a slow or loaded machine a smoke cell needs more than a
+    # minute (kernel start, JAX's import, compilation), and the cells must finish for the batch to.
     marker = tmp_path / "stalled-once"
     env = {**slurm["env"], "BCL_TABLE_STALL_ONCE": f"{CELLS[0]}:{marker}:150",
-           "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "50",
-           "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax-cache")}
+           "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "20"}
     known = set(jobcomp(slurm)) | {job["id"] for job in squeue(slurm)}  # jobs of the tests before
+    submitted, extended = {}, set()
+
+    def extend_replacements(jobs):
+        for job in jobs:
+            if job["id"] not in known and job["id"] not in submitted:
+                submitted[job["id"]] = time_limit(slurm, job["id"])  # as dask-jobqueue submitted it
+        if any(jobcomp(slurm).get(i, {}).get("JobState") == "TIMEOUT" for i in submitted):
+            for job in jobs:
+                if job["id"] in submitted and job["id"] not in extended and job["state"] in ("PENDING", "RUNNING") \
+                        and jobcomp(slurm).get(job["id"]) is None and int(job["id"]) > min(map(int, submitted)) + 1:
+                    subprocess.run(["scontrol", "update", f"JobId={job['id']}", "TimeLimit=30"], env=slurm["env"],
+                                   check=True, timeout=30)
+                    extended.add(job["id"])
+
     with started_batch(args, env) as process:
-        seen = watch(process, slurm, 1200)
+        seen = watch(process, slurm, 1200, each=extend_replacements)
         finish(process, timeout=60)
     records = jobcomp(slurm)
     ours = sorted((set(seen) | set(records)) - known, key=int)
     timed_out = [i for i in ours if records.get(i, {}).get("JobState") == "TIMEOUT"]
     assert marker.exists(), "the stall was not injected"
     assert timed_out, {i: records.get(i, {}).get("JobState") for i in ours}
-    assert len(ours) > 2, ours  # jobs past their walltime were replaced
+    assert all(records[i]["TimeLimit"] == "1" for i in timed_out), records  # minutes
+    replacements = [i for i in ours if int(i) > max(map(int, timed_out))]
+    assert replacements, ours  # jobs past their walltime were replaced
+    assert all(submitted[i] == "1:00" for i in replacements if i in submitted), submitted  # with the same walltime
     assert all(numbers(tmp_path, c).exists() for c in CELLS[:2])
-    assert all(records[i]["TimeLimit"] in ("1", "00:01:00") for i in timed_out), records  # minutes
-    print(f"walltime 1 min: jobs {ours}, timed out {timed_out}")
+    print(f"walltime 1 min: jobs {ours}, timed out {timed_out}, replacements given 30 min {sorted(extended, key=int)}")
 
 
 @needs_slurm
