@@ -47,9 +47,6 @@ def slurm(tmp_path_factory):
     try:
         yield {"env": env, "folder": folder, "dir": folder / "s", "data": folder / "smoke-data"}
     finally:
-        if env.get("BCL_SLURM_ACCOUNTING") == "1":
-            print(subprocess.run(["sacct", "-a", "-X", "--format=JobID,JobName,State,ExitCode,Timelimit,Elapsed,Start,End"],
-                                 env=env, capture_output=True, text=True, timeout=60).stdout)
         stopped = subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=120)
         print(stopped.stderr)
 
@@ -100,6 +97,13 @@ def watch(process, slurm, timeout: float, until=None, each=None) -> dict[str, di
         time.sleep(1)
     assert process.poll() is not None or until is not None, "the batch did not finish in time"
     return seen
+
+
+def print_sacct(slurm) -> None:
+    "The jobs as `sacct` lists them, with BCL_SLURM_ACCOUNTING=1 (for the record of a run: pytest -s)."
+    if slurm["env"].get("BCL_SLURM_ACCOUNTING") == "1":
+        print(subprocess.run(["sacct", "-a", "-X", "--format=JobID,JobName,State,ExitCode,Timelimit,Elapsed,Start,End"],
+                             env=slurm["env"], capture_output=True, text=True, timeout=60).stdout)
 
 
 def time_limit(slurm, job: str) -> str:
@@ -153,6 +157,7 @@ def test_smoke_cells_run_in_slurm_jobs(slurm, tmp_path):
     assert ledger.returncode == 0, ledger.stdout[-3000:] + ledger.stderr[-3000:]
     assert (tmp_path / "ledger" / "faa_smoke.md").exists(), ledger.stdout[-3000:]
     print(f"smoke cells on Slurm: {len(CELLS)} cells, jobs {sorted(ours, key=int)}, {wall:.0f} s\n{out[-600:]}")
+    print_sacct(slurm)
 
 
 @needs_slurm
@@ -178,6 +183,8 @@ def test_scancel_mid_cell_reruns_the_cell_elsewhere(slurm, tmp_path):
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"{len(CELLS)} done, 0 to run" in again.stdout, again.stdout
     assert {c: numbers(tmp_path, c).stat().st_mtime_ns for c in CELLS} == before
+    print(f"scancel {victim} mid-cell: cells ran in jobs {sorted(jobs, key=int)}")
+    print_sacct(slurm)
 
 
 @needs_slurm
@@ -219,6 +226,7 @@ def test_walltime_expiry_replaces_the_jobs(slurm, tmp_path):
     assert all(submitted[i] == "1:00" for i in replacements if i in submitted), submitted  # with the same walltime
     assert all(numbers(tmp_path, c).exists() for c in CELLS[:2])
     print(f"walltime 1 min: jobs {ours}, timed out {timed_out}, replacements given 30 min {sorted(extended, key=int)}")
+    print_sacct(slurm)
 
 
 @needs_slurm
