@@ -225,6 +225,8 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     "A Dask task: the visualisation template with merged YAML parameter files (paths or shipped names)."
     import papermill as pm
     params = load_parameters(param_files) if param_files else {}
+    from bcl.sequence import enable_compilation_cache
+    enable_compilation_cache()
     template = template_path(VISUALISATION_TEMPLATE)
     folder_path = Path(folder)
     folder_path.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ import math
 from functools import partial, reduce
 from typing import Callable, Sequence
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
@@ -16,13 +17,14 @@ from jax.flatten_util import ravel_pytree
 from .core import check_positive, check_same_structure
 from .gaussian import Gaussian, gaussian_variance
 from .mixture import Mixture, mixture_component
-from .models import Model
+from .models import Model, PatchConv
 
 # %% auto #0
 __all__ = ['output_mean_and_variance_reference', 'output_mean_and_variance', 'dense_head_output_variance',
            'gaussian_output_mean_and_variance', 'mixture_output_mean_and_variance', 'linearised_outputs',
-           'dense_output_mean_and_variance', 'is_dense_model', 'dense_layers', 'fast_output_mean_and_variance',
-           'fast_gaussian_output_mean_and_variance', 'fast_mixture_output_mean_and_variance']
+           'dense_output_mean_and_variance', 'layerwise_output_mean_and_variance', 'is_dense_model', 'dense_layers',
+           'fast_output_mean_and_variance', 'fast_gaussian_output_mean_and_variance',
+           'fast_mixture_output_mean_and_variance']
 
 # %% ../nbs/04_linearise.ipynb #964f2426
 def _check_linearise_inputs(apply_fn: Callable, mean, variance, xs,
@@ -171,6 +173,140 @@ def dense_output_mean_and_variance(layer_means: Sequence, layer_variances: Seque
             delta = (delta @ layer_means[l][0].T) * slopes[l - 1][:, None, :]
     return outputs, variance
 
+# %% ../nbs/04_linearise.ipynb #d7b87267
+_LAYERWISE_PARAMS = {nn.Dense: {"kernel", "bias"}, nn.Conv: {"kernel", "bias"}, PatchConv: {"kernel", "bias"},
+                     nn.GroupNorm: {"scale", "bias"}}
+
+def _is_one(value) -> bool:
+    return value is None or value == 1 or (isinstance(value, (tuple, list)) and all(v == 1 for v in value))
+
+def _layerwise_supported(module, x) -> bool:
+    "Whether the module call has the per-layer formula: Dense, GroupNorm, stride-1 SAME convolutions with odd kernels."
+    if isinstance(module, nn.Conv):
+        size = (module.kernel_size,) * 2 if isinstance(module.kernel_size, int) else tuple(module.kernel_size)
+        return (x.ndim == 4 and len(size) == 2 and all(k % 2 == 1 for k in size) and module.padding == "SAME"
+                and _is_one(module.strides) and _is_one(module.input_dilation) and _is_one(module.kernel_dilation)
+                and module.feature_group_count == 1 and module.mask is None)
+    if isinstance(module, PatchConv):
+        return x.ndim == 4
+    if isinstance(module, nn.GroupNorm):
+        return module.axis_name is None
+    return isinstance(module, nn.Dense)
+
+def _recorded_apply(apply_fn: Callable, mean, xs, perturbations=None):
+    "apply_fn(mean, xs) and every call of a Dense, Conv, PatchConv or GroupNorm as (path, module, input, output); the k-th call's output plus `perturbations[k]` when given."
+    calls = []
+    def interceptor(next_fun, args, kwargs, context):
+        module = context.module
+        if context.method_name != "__call__" or not isinstance(module, tuple(_LAYERWISE_PARAMS)):
+            return next_fun(*args, **kwargs)
+        out = next_fun(*args, **kwargs)
+        if perturbations is not None:
+            out = out + perturbations[len(calls)]
+        calls.append((tuple(module.path), module, args[0], out))
+        return out
+    with nn.intercept_methods(interceptor):
+        outputs = apply_fn(mean, xs)
+    return outputs, calls
+
+def _subtree(tree, path):
+    for key in path:
+        if not isinstance(tree, dict) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+def _layerwise_plan(apply_fn: Callable, mean, xs) -> list | None:
+    "The parameter-owning module calls (path, module, output shape) of `apply_fn(mean, xs)`, or None unless every parameter of `mean` belongs to exactly one call that has the per-layer formula."
+    found = []
+    def probe(mean, xs):
+        outputs, calls = _recorded_apply(apply_fn, mean, xs)
+        found.extend(call[:3] for call in calls)
+        return [call[3] for call in calls]
+    spec = lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a))
+    try:
+        shapes = jax.eval_shape(probe, jax.tree.map(spec, mean), spec(xs))
+    except Exception:  # not a Flax network: the generic path decides
+        return None
+    plan, paths = [], set()
+    for (path, module, x), shape in zip(found, shapes):
+        params = _subtree(mean, path)
+        if (path in paths or not isinstance(params, dict) or not _layerwise_supported(module, x)
+                or not set(params) <= _LAYERWISE_PARAMS[type(module)]):
+            return None
+        paths.add(path)
+        plan.append((path, module, shape))
+    leaves = {tuple(k.key for k in keys) for keys, _ in jax.tree_util.tree_flatten_with_path(mean)[0]}
+    if not plan or leaves != {path + (name,) for path in paths for name in _subtree(mean, path)}:
+        return None
+    return plan
+
+def _conv_patches(x, kernel_size) -> jax.Array:
+    "The patches (n, h·w, kh·kw·c_in) of a stride-1 SAME convolution with odd kernel sizes, in the order (kh, kw, c_in) of its kernel."
+    kh, kw = kernel_size
+    height, width = x.shape[1:3]
+    padded = jnp.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    patches = jnp.concatenate([padded[:, i:i + height, j:j + width, :] for i in range(kh) for j in range(kw)], -1)
+    return patches.reshape(x.shape[0], height * width, -1)
+
+def _shared_weight_variance(inputs, delta, kernel_variance) -> jax.Array:
+    "Σ_ko σ²_ko (Σ_m a_imk δ_cimo)², (n, d), for inputs a (n, m, k) shared by m positions and sensitivities δ (d, n, m, o)."
+    if inputs.shape[1] == 1:  # a Dense layer on a vector: (a_ik δ_cio)² = a_ik² δ_cio²
+        return jnp.einsum("dno,no->nd", jnp.square(delta[:, :, 0]), jnp.square(inputs[:, 0]) @ kernel_variance)
+    grads = jnp.einsum("nmk,dnmo->dnko", inputs, delta)  # per-example, per-output kernel gradients
+    return jnp.einsum("dnko,ko->nd", jnp.square(grads), kernel_variance)
+
+def _call_variance(module, x, delta, variance) -> jax.Array:
+    "The share (n, d) of the output variance from one module call's parameters, `variance` its σ², from its input x and output sensitivities δ (d, n, *output)."
+    d, n, channels = delta.shape[0], delta.shape[1], delta.shape[-1]
+    delta = delta.reshape(d, n, -1, channels)  # (d, n, positions, channels)
+    if isinstance(module, nn.GroupNorm):  # y = x̂ γ + β per channel
+        share = jnp.zeros((n, d), delta.dtype)
+        if "scale" in variance:
+            normalised = module.clone(parent=None, name=None, use_bias=False, use_scale=False).apply({}, x)
+            grads = jnp.einsum("nmc,dnmc->dnc", normalised.reshape(n, -1, channels), delta)
+            share = share + jnp.einsum("dnc,c->nd", jnp.square(grads), variance["scale"])
+    else:
+        inputs = x.reshape(n, -1, x.shape[-1]) if isinstance(module, nn.Dense) else _conv_patches(x, variance["kernel"].shape[:2])
+        share = _shared_weight_variance(inputs, delta, variance["kernel"].reshape(-1, channels))
+    if "bias" in variance:
+        share = share + jnp.einsum("dno,o->nd", jnp.square(jnp.sum(delta, axis=2)), variance["bias"])
+    return share
+
+def _layerwise_chunk(apply_fn: Callable, plan, mean, variance, xs):
+    def perturbed(perturbations):
+        outputs, calls = _recorded_apply(apply_fn, mean, xs, perturbations)
+        return outputs, [call[2] for call in calls]
+    zeros = [jnp.zeros((xs.shape[0], *shape.shape[1:]), shape.dtype) for _, _, shape in plan]
+    outputs, pullback, inputs = jax.vjp(perturbed, zeros, has_aux=True)
+    n, d = outputs.shape
+    (deltas,) = jax.vmap(pullback)(jnp.broadcast_to(jnp.eye(d, dtype=outputs.dtype)[:, None], (d, n, d)))
+    shares = [_call_variance(module, x, delta, _subtree(variance, path))
+              for (path, module, _), x, delta in zip(plan, inputs, deltas)]
+    return outputs, reduce(jnp.add, shares)
+
+def _in_chunks(fn: Callable, xs, chunk_size: int | None):
+    "fn(xs) on `chunk_size` examples at a time (all at once when None), outputs concatenated along the examples."
+    n = xs.shape[0]
+    if chunk_size is None or chunk_size >= n:
+        return fn(xs)
+    full = n // chunk_size * chunk_size
+    mapped = jax.lax.map(fn, xs[:full].reshape(n // chunk_size, chunk_size, *xs.shape[1:]))
+    parts = [jax.tree.map(lambda a: a.reshape(full, *a.shape[2:]), mapped)] + ([fn(xs[full:])] if full < n else [])
+    return jax.tree.map(lambda *a: jnp.concatenate(a), *parts)
+
+def layerwise_output_mean_and_variance(apply_fn: Callable, mean, variance, xs, chunk_size: int | None = None,
+                                       input_shape: Sequence[int] | None = None) -> tuple[jax.Array, jax.Array]:
+    "Output means and diagonal variances (n, d) of a Flax network of Dense, Conv (stride 1, SAME) and GroupNorm layers linearised at `mean`, layer by layer: d backward passes of the batch and per-example kernel gradients from input patches; `chunk_size` examples at a time."
+    _check_chunk_size(chunk_size)
+    _check_linearise_inputs(apply_fn, mean, variance, xs, input_shape)
+    plan = _layerwise_plan(apply_fn, mean, xs[:1])
+    if plan is None:
+        raise ValueError("The network is not only Dense, Conv (stride 1, SAME, odd kernels), PatchConv and GroupNorm "
+                         "layers, each called once; use output_mean_and_variance for it.")
+    return _in_chunks(partial(_layerwise_chunk, apply_fn, plan, mean, variance), xs, chunk_size)
+
+
 # %% ../nbs/04_linearise.ipynb #882359f1
 def is_dense_model(model: Model) -> bool:
     "Whether `model` is flatten, Dense–swish layers and a Dense head: the `fcnn*` models and `linear` of `bcl.models`."
@@ -195,9 +331,14 @@ def dense_layers(model: Model, params) -> tuple[tuple, ...]:
     return tuple((layer["kernel"], layer["bias"]) for layer in layers)
 
 def fast_output_mean_and_variance(model: Model, mean, variance, xs, chunk_size: int | None = 1):
-    "Output means and variances (n, d) of `model` linearised at `mean`: the per-layer formula if the model is dense, else `output_mean_and_variance` with `chunk_size`."
+    "Output means and variances (n, d) of `model` linearised at `mean`, `chunk_size` examples at a time: the per-layer formula if the model is dense or made of Dense, Conv and GroupNorm layers, else `output_mean_and_variance`."
     if not is_dense_model(model):
-        return output_mean_and_variance(model.apply, mean, variance, xs, chunk_size, model.input_shape)
+        _check_chunk_size(chunk_size)
+        _check_linearise_inputs(model.apply, mean, variance, xs, model.input_shape)
+        plan = _layerwise_plan(model.apply, mean, xs[:1])
+        if plan is None:
+            return _output_mean_and_variance(model.apply, mean, variance, xs, chunk_size)
+        return _in_chunks(partial(_layerwise_chunk, model.apply, plan, mean, variance), xs, chunk_size)
     _check_chunk_size(chunk_size)  # same contract on both paths
     _check_linearise_inputs(model.apply, mean, variance, xs, model.input_shape)
     return dense_output_mean_and_variance(dense_layers(model, mean), dense_layers(model, variance), xs)
@@ -211,13 +352,18 @@ def fast_gaussian_output_mean_and_variance(model: Model, q: Gaussian, xs,
 
 def fast_mixture_output_mean_and_variance(model: Model, q: Mixture, xs,
                                           chunk_size: int | None = 1) -> tuple[jax.Array, jax.Array]:
-    "Output means and variances (K, n, d), component κ linearised at μ_κ; dense models `vmap` the per-layer formula over components."
-    if not is_dense_model(model):
-        return mixture_output_mean_and_variance(model.apply, q, xs, chunk_size, model.input_shape)
+    "Output means and variances (K, n, d), component κ linearised at μ_κ; where the per-layer formula applies it is `vmap`ped over the components (a batch axis), else `mixture_output_mean_and_variance`."
     _check_chunk_size(chunk_size)
     first = mixture_component(q, 0)  # validates the mixture's layout
     _check_linearise_inputs(model.apply, first.mean, first.rho, xs, model.input_shape)
     variance = gaussian_variance(Gaussian(q.mean, q.rho))
-    def component(mean, var):
-        return dense_output_mean_and_variance(dense_layers(model, mean), dense_layers(model, var), xs)
-    return jax.vmap(component)(q.mean, variance)
+    if is_dense_model(model):
+        def component(mean, var):
+            return dense_output_mean_and_variance(dense_layers(model, mean), dense_layers(model, var), xs)
+        return jax.vmap(component)(q.mean, variance)
+    plan = _layerwise_plan(model.apply, first.mean, xs[:1])
+    if plan is None:
+        return mixture_output_mean_and_variance(model.apply, q, xs, chunk_size, model.input_shape)
+    def layerwise_component(mean, var):
+        return _in_chunks(partial(_layerwise_chunk, model.apply, plan, mean, var), xs, chunk_size)
+    return jax.vmap(layerwise_component)(q.mean, variance)

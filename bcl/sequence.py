@@ -26,10 +26,10 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
 
 # %% auto #0
 __all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
-           'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence', 'DataProblem', 'data_problems',
-           'check_data', 'fast_compile_options', 'free_memory', 'program_bytes', 'fitting_chunk', 'predict_in_chunks',
-           'SequenceResult', 'seed_mesh', 'on_seed_mesh', 'train_sequence', 'select_by_validation', 'result_table',
-           'save_table']
+           'TASK_KEYS', 'SUMMARIES', 'COMPILATION_CACHE_ENV', 'hyper_grid', 'hyper_configs', 'check_sequence',
+           'DataProblem', 'data_problems', 'check_data', 'fast_compile_options', 'free_memory', 'program_bytes',
+           'fitting_chunk', 'predict_in_chunks', 'SequenceResult', 'seed_mesh', 'on_seed_mesh', 'train_sequence',
+           'select_by_validation', 'result_table', 'save_table', 'compilation_cache_dir', 'enable_compilation_cache']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -519,3 +519,27 @@ def save_table(table: pd.DataFrame, stem: str | os.PathLike) -> tuple[Path, Path
     json_path = atomic_write_bytes(stem.with_suffix(".json"), table.to_json(orient="records", indent=1).encode())
     csv_path = atomic_write_bytes(stem.with_suffix(".csv"), table.to_csv(index=False).encode())
     return json_path, csv_path
+
+# %% ../nbs/07b_sequence.ipynb #4e3e2a49
+COMPILATION_CACHE_ENV = "BCL_COMPILATION_CACHE"
+
+def compilation_cache_dir() -> Path | None:
+    "Where compiled programs are cached: `$BCL_COMPILATION_CACHE` (`off` for nowhere), by default `results/jax_cache`."
+    from bcl.core import results_dir
+    value = os.environ.get(COMPILATION_CACHE_ENV, "").strip()
+    if value.lower() in ("off", "0", "none", "false"):
+        return None
+    return Path(value) if value else results_dir() / "jax_cache"
+
+def enable_compilation_cache(folder: str | Path | None = None) -> Path | None:
+    "Turn on JAX's persistent compilation cache in `folder` (default `compilation_cache_dir()`) here and in child processes, for every program however small or quick to compile; the folder, or None when turned off."
+    folder = compilation_cache_dir() if folder is None else Path(folder)
+    if folder is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = {"jax_compilation_cache_dir": str(folder), "jax_persistent_cache_min_compile_time_secs": 0,
+                "jax_persistent_cache_min_entry_size_bytes": -1}  # -1: no size limit, and no override of it
+    for name, value in settings.items():
+        jax.config.update(name, value)
+        os.environ[name.upper()] = str(value)  # papermill kernels and Dask workers read JAX's settings from here
+    return folder
