@@ -304,15 +304,60 @@ def _with_reference(line: dict, reference: dict) -> dict:
                    "speedup_basis": "per step" if same else "per configuration × seed"}
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Cost model: the least work one step of each method must do, in fine-tuning steps on the same network
+# ---------------------------------------------------------------------------------------------------------------
+SAMPLES, COMPONENTS = 10, 3  # S parameter draws per step, K mixture components (bcl.paper.SAMPLE_SIZE, the paper's K)
+GRID = {"ewc": 5, "si": 15}  # hyperparameter configurations trained side by side
+
+
+def cost_floor(method: str, outputs: int, configs: int = 1) -> float:
+    """One step's least work in units of one fine-tuning step (a forward and a backward pass of the batch B with one
+    parameter set, about 3 forward-pass units per point). VCL: S draws, each a forward and backward pass of B points
+    (a GM draw is one network: the relaxed component weights combine the K components, eqs. (6), (7)). S-FSVI: the same likelihood term, plus the function-space KL at M = B inducing inputs:
+    the output moments of q and of the prior for every component, each one forward pass and d = `outputs` backward
+    passes of the inducing batch plus the per-example, per-output weight-gradient products (≈ d more backward halves),
+    i.e. (1 + 2d)/3 fine-tuning steps; q's moments are differentiated (reverse mode: ≈ 3× their cost), the prior's
+    are not (1×). The KL of VCL and the mixture bounds on moments are O(P) or O(K²·M·d) and left out."""
+    if method in MAP_METHODS:
+        return float(configs)
+    k = COMPONENTS if "-GM-" in method else 1
+    if method.endswith("VCL"):
+        return float(SAMPLES)
+    moments = (1 + 2 * outputs) / 3
+    return SAMPLES + k * (3 + 1) * moments
+
+
+def ratio_lines(lines: list[dict]) -> list[dict]:
+    "For every measured (model, method): its step time over fine-tuning's in the same run and seeds, and the floor."
+    finetuning = {(l["model"], l.get("seeds")): l["s_per_step"] for l in lines
+                  if l.get("method") == "finetuning" and l.get("s_per_step")}
+    rows = []
+    for l in lines:
+        base = finetuning.get((l.get("model"), l.get("seeds")))
+        if not l.get("s_per_step") or not base:
+            continue
+        floor = cost_floor(l["method"], l.get("outputs", 10), l.get("configs", 1))
+        ratio = l["s_per_step"] / base
+        rows.append({"benchmark": "gpu_ratio", "model": l["model"], "method": l["method"], "seeds": l.get("seeds"),
+                     "backend": l.get("backend"), "ratio_to_finetuning": round(ratio, 2), "floor": round(floor, 2),
+                     "ratio_to_floor": round(ratio / floor, 2), "s_per_step": l["s_per_step"],
+                     "finetuning_s_per_step": base, "compile_s": l.get("compile_s")})
+    return rows
+
+
 def run_all(args) -> None:
     reference = {}
     if args.cpu_reference:
         reference = {(r["model"], r["method"]): r for r in _read_jsonl(args.cpu_reference)
                      if r.get("benchmark") == "gpu_step" and r.get("backend") == "cpu"}
     out = open(args.out, "a") if args.out else None
+    emitted = []
 
     def emit(line: dict) -> None:
-        text = json.dumps(_with_reference(line, reference))
+        line = _with_reference(line, reference)
+        emitted.append(line)
+        text = json.dumps(line)
         print(text, flush=True)
         if out:
             out.write(text + "\n")
@@ -323,6 +368,7 @@ def run_all(args) -> None:
         for model, method in combinations:
             emit(measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
                          conv_impl=args.conv_impl, component_noise=args.component_noise))
+        _print_ratios(emitted)
         return
     lock = Path(tempfile.mkdtemp(prefix="bcl-gpu-")) / "timing.lock"
     env = os.environ | ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if args.jobs > 1 else {})
@@ -357,6 +403,13 @@ def run_all(args) -> None:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for future in as_completed([pool.submit(one, *pair) for pair in combinations]):
             emit(future.result())
+    _print_ratios(emitted)
+
+
+def _print_ratios(lines: list[dict]) -> None:
+    "One `gpu_ratio` line per measured method: ratio to fine-tuning (same run, same seeds) and to the cost floor."
+    for row in ratio_lines(lines):
+        print(json.dumps(row), flush=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ points, it measures the function-space output means and diagonal variances of `b
 - `fast_chunk{1,8}` / `fast_all`: the fast path with `chunk_size` 1, 8 or None (all examples vmapped at once);
 - `mixture_reference` / `mixture_fast`: a K = 3 mixture, every component linearised at its own mean
   (`lax.map` over components of the reference, and `mixture_output_mean_and_variance` with chunk_size 1);
-- `dense` / `mixture_dense`: the per-layer formula for dense networks (`fast_output_mean_and_variance` and
-  `fast_mixture_output_mean_and_variance`); only run for dense models (`fcnn*`, `linear`);
+- `dense` / `mixture_dense`: the per-layer formula (`fast_output_mean_and_variance` and
+  `fast_mixture_output_mean_and_variance`): dense networks layer by layer, the CNNs through recorded layer inputs,
+  d backward passes of the batch and per-example kernel gradients from input patches;
 - `grad_fast_chunk1` / `grad_dense` / `grad_mixture_fast` / `grad_mixture_dense`: one `jax.value_and_grad`, with
   respect to q's means and ρ (and logits), of an SFSVI-like loss of the outputs, Σ means + Σ variances at the n
   inducing points (summed over components for the mixture), through the generic path with chunk_size 1 or
-  through the dense formula. The `grad_*dense` cases are only run for dense models.
+  through the per-layer formula.
 
 Each case runs in a fresh subprocess, so that its peak memory can be read from `resource.getrusage`:
 `rss_delta_mib` is the growth of the process's maximum resident set size from just before compilation to the
@@ -152,18 +153,11 @@ def main():
 
     import numpy as np
 
-    from bcl.linearise import is_dense_model
-    from bcl.models import make_model
     with tempfile.TemporaryDirectory() as folder:
         for model_name in args.models:
             results, outputs = {}, {}
-            dense = is_dense_model(make_model(model_name, N_OUTPUTS, INPUT_SHAPE))
             # baselines first, so that every other case can be compared with its baseline's outputs
             for implementation in sorted(args.implementations, key=lambda name: name in BASELINES):
-                if "dense" in implementation and not dense:
-                    print(json.dumps({"model": model_name, "implementation": implementation,
-                                      "skipped": "not a dense model"}), flush=True)
-                    continue
                 out = os.path.join(folder, f"{model_name}_{implementation}.npz")
                 done = subprocess.run([sys.executable, __file__, "--case", model_name, implementation,
                                        "--repeats", str(args.repeats), "--out", out],
