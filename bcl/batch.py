@@ -159,6 +159,8 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tu
         os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
     kill_hook(params)
     stall_hook(params)
+    from bcl.sequence import enable_compilation_cache
+    enable_compilation_cache()  # in the worker, so that the cell's kernel inherits it
     template = template_path(TABLE_TEMPLATE)
     name = f"{params['column']}/{params['method']}"
     start = time.perf_counter()
