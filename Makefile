@@ -9,13 +9,14 @@ PROFILE ?= offline
 # The papermill templates, paired with percent-format scripts in experiments/templates/ for reviewable diffs.
 TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
 
-.PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench \
+.PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench docs \
         table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]' $(if $(LATEST),,-c $(LOCK))
+	scripts/guard_nbdev.sh $(BIN)
 	touch $(STAMP)
 
 ## Create the virtual environment and install bcl with the pinned versions of requirements-lock.txt.
@@ -121,6 +122,15 @@ table-offline-matched: env
 
 ledger: env
 	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)
+
+## The documentation site, offline (docs/build.py): every notebook executed (slow and gpu cells shown, not run;
+## unchanged notebooks come from the cache in _docs/executed/), rendered by Sphinx + myst-nb with the API reference
+## into _docs/html/ (MathJax served with it), then opened in headless Chromium (tests/test_docs.py). The first build
+## runs every notebook, about as long as `make test`'s notebooks. nbdev_docs/nbdev_preview/nbdev_prepare need
+## Quarto: `make env` replaces them in the venv with stubs that point here (scripts/guard_nbdev.sh).
+docs: $(STAMP)
+	$(BIN)/python docs/build.py
+	BCL_DOCS_REQUIRED=1 $(BIN)/python -m pytest tests/test_docs.py -q -rs
 
 clean-notebooks: $(STAMP)
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export

@@ -1,0 +1,206 @@
+"""The documentation site (`make docs`, docs/build.py) and the guard on nbdev's Quarto commands.
+
+The browser check opens the built site `_docs/html/` in headless Chromium (Debian's `chromium`) over a local HTTP
+server: the index and two notebook pages, whose maths must be typeset by the MathJax served with the site and whose
+figures must be PNG images. It skips, saying why, where Chromium is missing, and where the site has not been built
+(`make docs` builds it, then runs this file with BCL_DOCS_REQUIRED=1, which turns that skip into a failure).
+Screenshots go to results/docs/browser/ with a provenance record.
+"""
+import functools
+import http.server
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_docs" / "html"
+SHOTS = ROOT / "results" / "docs" / "browser"
+PAGES = ("index.html", "nbs/01_gaussian.html", "nbs/03_kl_bound.html")
+GUARDED = ("nbdev_docs", "nbdev_preview", "nbdev_prepare")
+MARKER = "bcl-nbdev-guard"
+
+_spec = importlib.util.spec_from_file_location("docs_build", ROOT / "docs" / "build.py")
+build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build)
+
+
+# --- what the site shows and runs -------------------------------------------------------------------------------
+
+def test_flagged_cells_are_not_run_and_say_so():
+    flags = ["slow", "gpu"]
+    assert "flagged `#| slow`" in build.not_run_reason("#| slow\nx = 1", flags)
+    assert "flagged `#| gpu`" in build.not_run_reason("#|gpu\nx = 1", flags)
+    assert "eval: false" in build.not_run_reason("#| eval: false\nx = 1", flags)
+    assert build.not_run_reason("#| export\ndef f(): pass", flags) is None
+    assert build.not_run_reason("x = 1\n#| slow", flags) is None  # a directive counts only at the top of a cell
+    assert build.not_run_reason("#| slow\nx = 1", ["gpu"]) is None  # BCL_TEST_FLAGS-style: slow cells allowed
+
+
+def test_page_drops_hidden_cells_and_directive_lines():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title\n\n$$x^2$$"),
+        nbformat.v4.new_code_cell("#| default_exp thing"),
+        nbformat.v4.new_code_cell("#| hide\nfrom fastcore.test import test_eq"),
+        nbformat.v4.new_code_cell("#| export\n\ndef f(x):\n    return x"),
+        nbformat.v4.new_code_cell("#| slow\ny = 2")])
+    shown = build.page(nb)
+    assert [c.source for c in shown.cells] == ["# Title\n\n$$x^2$$", "def f(x):\n    return x", "y = 2"]
+
+
+def test_every_notebook_and_module_gets_a_page():
+    stems = [p.stem for p in build.notebooks()]
+    assert {"index", "01_gaussian", "02_mixture", "03_kl_bound", "04_linearise", "10_svi", "11_hmc"} <= set(stems)
+    assert not [s for s in stems if s.startswith("_")]
+    modules = build.api_modules()
+    assert {"bcl.gaussian", "bcl.mixture", "bcl.kl", "bcl.linearise", "bcl.svi", "bcl.hmc"} <= set(modules)
+    assert "bcl._modidx" not in modules
+    with pytest.raises(SystemExit, match="no notebook named"):
+        build.notebooks(["99_nothing"])
+
+
+# --- nbdev's Quarto commands stop at once --------------------------------------------------------------------------
+
+def _run_stub(path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    # PATH holds only the stub's folder: nothing else, nbdev's own command included, can be reached from it
+    return subprocess.run([str(path)], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(path.parent), "HOME": str(cwd)})
+
+
+def test_guard_script_writes_stubs_that_stop_with_the_message(tmp_path):
+    subprocess.run([str(ROOT / "scripts" / "guard_nbdev.sh"), str(tmp_path)], check=True, timeout=60)
+    for name in GUARDED:
+        stub = tmp_path / name
+        assert MARKER in stub.read_text() and os.access(stub, os.X_OK)
+        result = _run_stub(stub, tmp_path)
+        assert result.returncode == 2 and "make docs" in result.stderr and result.stdout == "", result
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(GUARDED)  # nothing else written
+    missing = subprocess.run([str(ROOT / "scripts" / "guard_nbdev.sh"), str(tmp_path / "absent")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0 and "no folder" in missing.stderr
+
+
+def _tree_state() -> str:
+    "Everything git sees of the checkout, ignored files included (not .venv/ and the site's own folders)."
+    listing = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    return "\n".join(line for line in listing if not re.search(r"(^|/)\.venv|\.pytest_cache|__pycache__", line))
+
+
+@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="not a virtual environment: `make env` guards the venv only")
+def test_venv_nbdev_docs_stops_at_once_and_changes_nothing():
+    bin_dir = Path(sys.prefix) / "bin"
+    for name in GUARDED:
+        stub = bin_dir / name
+        # read, never run, a command that is not the guard: nbdev's own nbdev_docs must not start here
+        text = stub.read_text(errors="replace") if stub.exists() else ""
+        assert MARKER in text, (f"{stub} is not the guard of scripts/guard_nbdev.sh (nbdev's own command, or missing): "
+                                f"run `make env` (or `scripts/guard_nbdev.sh {bin_dir}`)")
+    before = _tree_state()
+    for name in GUARDED:
+        result = _run_stub(bin_dir / name, ROOT)
+        assert result.returncode == 2 and "make docs" in result.stderr, result
+    assert _tree_state() == before
+
+
+# --- the built site in a real browser --------------------------------------------------------------------------
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("/usr/bin/chromium")
+
+
+def _site_or_skip():
+    if not (SITE / "index.html").exists():
+        if os.environ.get("BCL_DOCS_REQUIRED"):
+            pytest.fail(f"{SITE / 'index.html'} is missing: docs/build.py did not build the site")
+        pytest.skip("the documentation site is not built: `make docs` builds it (and runs this check)")
+    if _chromium() is None:
+        pytest.skip("Chromium is missing: install Debian's `chromium` (apt-get install chromium) for the browser check")
+
+
+@pytest.fixture(scope="module")
+def served():
+    "The built site on a local HTTP server; yields its base URL."
+    _site_or_skip()
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+    handler = functools.partial(Quiet, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _chromium_run(*args: str) -> subprocess.CompletedProcess:
+    "Headless Chromium with a new empty profile and everything that would reach the network turned off."
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(
+            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--virtual-time-budget=30000", "--hide-scrollbars", *args],
+            capture_output=True, text=True, timeout=300)
+
+
+def _dom(url: str) -> str:
+    result = _chromium_run("--dump-dom", url)
+    assert result.returncode == 0 and "<html" in result.stdout, (url, result.stderr[-2000:])
+    return result.stdout
+
+
+def test_no_page_loads_anything_from_the_network():
+    _site_or_skip()
+    remote = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["'](?:https?:)?//""", re.I)
+    offenders = [str(p.relative_to(SITE)) for p in SITE.rglob("*.html") if remote.search(p.read_text(errors="replace"))]
+    assert not offenders, f"pages that load a script, style or image from the network: {offenders[:10]}"
+    assert (SITE / "_static" / "mathjax" / "MathJax.js").exists()
+
+
+def test_index_lists_the_notebooks(served):
+    dom = _dom(f"{served}/index.html")
+    for stem in ("01_gaussian", "02_mixture", "11_hmc"):
+        assert f'href="nbs/{stem}.html"' in dom, stem
+    assert 'href="api/index.html"' in dom
+
+
+@pytest.mark.parametrize("page", PAGES[1:])
+def test_notebook_page_typesets_maths_and_shows_figures(served, page):
+    from PIL import Image
+
+    served_html = (SITE / page).read_text()
+    dom = _dom(f"{served}/{page}")
+    displays = served_html.count('<div class="math notranslate nohighlight">')
+    assert displays > 0, f"{page} has no display maths to check"
+    typeset = len(re.findall(r'class="MathJax_Display"', dom))
+    assert typeset >= displays, f"{page}: MathJax typeset {typeset} of {displays} display equations"
+    assert not re.search(r'class="[^"]*(MathJax_Error|merror)', dom), f"{page}: MathJax reported a TeX error"
+    images = re.findall(r'<img[^>]*src="([^"]+\.png)"', dom)
+    assert images, f"{page} shows no figure"
+    for src in images:
+        with Image.open((SITE / page).parent / src) as image:
+            assert image.width >= 200 and image.height >= 100, (src, image.size)
+    # a screenshot, kept with what produced it
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / (Path(page).stem + ".png")
+    result = _chromium_run("--window-size=1280,2000", f"--screenshot={shot}", f"{served}/{page}")
+    assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
+    with Image.open(shot) as image:
+        assert len(image.convert("RGB").getcolors(1 << 24)) > 50, "the screenshot is nearly blank"
+    from bcl.provenance import provenance
+    version = subprocess.run([_chromium(), "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    record = {"page": page, "screenshot": shot.name, "window": "1280x2000", "chromium": version,
+              "typeset_display_equations": typeset, "figures": len(images), "provenance": provenance()}
+    shot.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str) + "\n")
