@@ -352,7 +352,7 @@ def fast_gaussian_output_mean_and_variance(model: Model, q: Gaussian, xs,
 
 def fast_mixture_output_mean_and_variance(model: Model, q: Mixture, xs,
                                           chunk_size: int | None = 1) -> tuple[jax.Array, jax.Array]:
-    "Output means and variances (K, n, d), component κ linearised at μ_κ; where the per-layer formula applies it is `vmap`ped over the components (a batch axis), else `mixture_output_mean_and_variance`."
+    "Output means and variances (K, n, d), component κ linearised at μ_κ; where the per-layer formula applies it runs over the components one at a time (`lax.map`, the memory of one component), else `mixture_output_mean_and_variance`."
     _check_chunk_size(chunk_size)
     first = mixture_component(q, 0)  # validates the mixture's layout
     _check_linearise_inputs(model.apply, first.mean, first.rho, xs, model.input_shape)
@@ -366,4 +366,5 @@ def fast_mixture_output_mean_and_variance(model: Model, q: Mixture, xs,
         return mixture_output_mean_and_variance(model.apply, q, xs, chunk_size, model.input_shape)
     def layerwise_component(mean, var):
         return _in_chunks(partial(_layerwise_chunk, model.apply, plan, mean, var), xs, chunk_size)
-    return jax.vmap(layerwise_component)(q.mean, variance)
+    # One component at a time: with the K components vmapped, XLA:CPU's compiler crashed on L-GM-SFSVI (MNIST CNN).
+    return jax.lax.map(lambda mv: layerwise_component(*mv), (q.mean, variance))
