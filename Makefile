@@ -92,12 +92,12 @@ table: env
 ## All 182 cells on mock data, one epoch (the whole batch path; numbers meaningless).
 table-smoke: env
 	$(BIN)/python experiments/run_table.py faa --profile smoke --workers 2
-	$(BIN)/python experiments/ledger.py faa --profile smoke --tables results/table/smoke --figures results/table/smoke
+	$(BIN)/python experiments/ledger.py faa --profile smoke
 
 ## One smoke cell per column and per method (14 cells), as CI runs them.
 table-smoke-ci: env
 	$(BIN)/python experiments/run_table.py faa --profile smoke --subset representative --workers 2
-	$(BIN)/python experiments/ledger.py faa --profile smoke --tables results/table/smoke --figures results/table/smoke
+	$(BIN)/python experiments/ledger.py faa --profile smoke
 
 table-offline:
 	$(MAKE) table PROFILE=offline
