@@ -10,7 +10,7 @@ PROFILE ?= offline
 TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench docs \
-        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger
+        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger stale
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -119,6 +119,10 @@ table-offline-matched: env
 	$(BIN)/python experiments/run_table.py faa --profile offline --schedule matched --cells $(MATCHED_CELLS)
 	$(BIN)/python experiments/ledger.py faa --profile offline --schedule matched
 	$(BIN)/python experiments/ledger.py faa --profile offline
+
+## Which committed figures and tables another code version made (their recorded bcl_code; --strict fails on any).
+stale:
+	$(BIN)/python experiments/stale.py
 
 ledger: env
 	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)

@@ -71,4 +71,4 @@ def summarise(result) -> pd.DataFrame:
     n = len(result.seeds)
     return pd.DataFrame(
         [{"metric": k, "mean": float(np.mean(v)), "sd": float(np.std(v, ddof=1)) if n > 1 else 0.0, "unit": unit,
-          "seeds": n} for k, (v, unit) in rows.items()]).set_index("metric")
+          "seeds": n} for k, (v, unit) in rows.items()]).set_index("metric").round(2)
