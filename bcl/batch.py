@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from .cli import KERNEL, _packaged, ensure_kernel, load_parameters, template_path
+from .cli import KERNEL, KERNEL_ARGUMENTS, _packaged, ensure_kernel, load_parameters, template_path
 from .core import atomic_write_json, project_root, results_dir
 from .loggers import PROGRESS_FILE, read_progress
 
@@ -180,7 +180,8 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tu
     try:
         pm.execute_notebook(str(template), str(folder_path / template.name),
                             parameters=params | {"output": str(folder_path), "data_dir": data_dir, "loggers": list(loggers)},
-                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False)
+                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
+                            extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:  # recorded, and the batch goes on
         record = {"cell": name, "type": type(error).__name__, "message": str(error)[-4000:],
                   "traceback": traceback.format_exc()[-8000:], "wall_s": time.perf_counter() - start}
@@ -250,7 +251,8 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     try:
         pm.execute_notebook(str(template), str(folder_path / template.name),
                             parameters=params | ({} if param_files else {"results_folder": str(folder_path)}),
-                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False)
+                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
+                            extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:
         return {"status": "failed", "cell": name, "type": type(error).__name__, "message": str(error)[-4000:]}
     return {"status": "done", "cell": name, "wall_s": time.perf_counter() - start}
@@ -349,7 +351,11 @@ def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | No
                              "or leave out --scheduler to run on a LocalCluster here.") from None
     n_gpus = gpu_count()
     n_workers = workers or max(1, n_gpus)
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    # the scheduler's HTTP server on a free port (no "port 8787 is already in use" warning); Dask's own INFO and
+    # shutdown messages silenced: the batch prints its progress and failures itself
+    import logging
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
     return Client(cluster), ((min(n_gpus, n_workers), n_workers) if n_gpus else None)
 
 # %% ../nbs/15b_batch.ipynb #23359ec6

@@ -17,11 +17,14 @@ from pathlib import Path
 from .core import atomic_write_json, project_root, results_dir
 
 # %% auto #0
-__all__ = ['KERNEL', 'LEDGER_TITLES', 'template_path', 'shipped_parameter_files', 'parameter_file', 'load_parameters',
-           'ensure_kernel', 'run_visualisation', 'visualise_main', 'ledger_main']
+__all__ = ['KERNEL', 'KERNEL_ARGUMENTS', 'LEDGER_TITLES', 'template_path', 'shipped_parameter_files', 'parameter_file',
+           'load_parameters', 'ensure_kernel', 'run_visualisation', 'visualise_main', 'ledger_main']
 
 # %% ../nbs/15_cli.ipynb #6a2b6621
 KERNEL = "python3"
+# The kernel's own warnings off (ipykernel warns that a local kernel talks to papermill over unencrypted TCP on
+# 127.0.0.1); its errors still show
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 def _packaged(folder: str) -> Path | None:
     "The folder `bcl/<folder>` of an installed wheel, or None (a checkout has none)."
@@ -98,7 +101,8 @@ def run_visualisation(files: list[str], run: str | None = None) -> tuple[Path, d
     print(f"running {template.name} with {', '.join(files)} → {folder}", flush=True)
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     pm.execute_notebook(str(template), str(folder / template.name), parameters=params, kernel_name=KERNEL,
-                        cwd=str(project_root()), progress_bar=False, log_output=False)
+                        cwd=str(project_root()), progress_bar=False, log_output=False,
+                        extra_arguments=KERNEL_ARGUMENTS)
     atomic_write_json(folder / "runner.json", {"wall_s": time.perf_counter() - start,
                                                 "cpu_s": _children_cpu_seconds() - cpu_start, "params": list(files)})
     return folder, json.loads((folder / "numbers.json").read_text())
