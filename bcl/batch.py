@@ -354,6 +354,7 @@ def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | No
     # the scheduler's HTTP server on a free port (no "port 8787 is already in use" warning); Dask's own INFO and
     # shutdown messages silenced: the batch prints its progress and failures itself
     import logging
+    logging.getLogger("distributed").setLevel(logging.ERROR)
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=logging.ERROR)
     return Client(cluster), ((min(n_gpus, n_workers), n_workers) if n_gpus else None)
