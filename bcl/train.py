@@ -284,4 +284,5 @@ class _TrainModule(_types.ModuleType):
         from bcl.api import train
         return train(*args, **kwargs)
 
-_sys.modules[__name__].__class__ = _TrainModule
+if __name__ == "bcl.train":  # the module, not this notebook's kernel
+    _sys.modules[__name__].__class__ = _TrainModule
