@@ -85,7 +85,8 @@ def test_runner_killed_mid_batch_loses_nothing(tmp_path):
 def test_worker_killed_mid_cell_is_rerun(tmp_path):
     out, marker = tmp_path / "out", tmp_path / "killed-once"
     result = run(["--profile", "smoke", "--workers", "1", "--out", str(out), "--cells", CELLS[0],
-                  "--logger", "csv", "tensorboard"], tmp_path, BCL_TABLE_KILL_ONCE=f"{CELLS[0]}:{marker}")
+                  "--logger", "csv", "tensorboard"], tmp_path, timeout=1500,  # a worker restart, then the cell
+                 BCL_TABLE_KILL_ONCE=f"{CELLS[0]}:{marker}")
     assert marker.exists(), "the fault was not injected"
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     numbers = json.loads(finished(out, CELLS[0]).read_text())
