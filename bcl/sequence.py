@@ -443,17 +443,18 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
     options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile,  # per configuration and seed
                                    method.training.draws_per_step)
-    # the untrained model on every task: the reference of forward transfer (`bcl.metrics.forward_transfer`)
-    initial = _evaluate(method, sequence, state, predict_keys, eval_chunk, timings, options)
     hooks = [] if after_task is None else list(after_task) if isinstance(after_task, (list, tuple)) else [after_task]
     last_aux = None
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
     fingerprint = run_fingerprint(method, sequence, hyper, seeds, task_keys) if checkpoint is not None else None
+    untrained = state
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
     mesh = seed_mesh(S) if shard_seeds else None
+    # the untrained model on every task: the reference of forward transfer (`bcl.metrics.forward_transfer`)
+    initial = _evaluate(method, sequence, untrained, predict_keys, eval_chunk, timings, options, mesh)
 
     def result(tasks_done):
         metrics = {k: v for k, v in record.items() if k != "losses"}
