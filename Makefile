@@ -10,7 +10,7 @@ PROFILE ?= offline
 TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench docs \
-        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger
+        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger stale
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,12 +92,12 @@ table: env
 ## All 182 cells on mock data, one epoch (the whole batch path; numbers meaningless).
 table-smoke: env
 	$(BIN)/python experiments/run_table.py faa --profile smoke --workers 2
-	$(BIN)/python experiments/ledger.py faa --profile smoke --tables results/table/smoke --figures results/table/smoke
+	$(BIN)/python experiments/ledger.py faa --profile smoke
 
 ## One smoke cell per column and per method (14 cells), as CI runs them.
 table-smoke-ci: env
 	$(BIN)/python experiments/run_table.py faa --profile smoke --subset representative --workers 2
-	$(BIN)/python experiments/ledger.py faa --profile smoke --tables results/table/smoke --figures results/table/smoke
+	$(BIN)/python experiments/ledger.py faa --profile smoke
 
 table-offline:
 	$(MAKE) table PROFILE=offline
@@ -119,6 +119,10 @@ table-offline-matched: env
 	$(BIN)/python experiments/run_table.py faa --profile offline --schedule matched --cells $(MATCHED_CELLS)
 	$(BIN)/python experiments/ledger.py faa --profile offline --schedule matched
 	$(BIN)/python experiments/ledger.py faa --profile offline
+
+## Which committed figures and tables another code version made (their recorded bcl_code; --strict fails on any).
+stale:
+	$(BIN)/python experiments/stale.py
 
 ledger: env
 	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)

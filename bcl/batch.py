@@ -10,19 +10,22 @@ import fnmatch
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Sequence
 
-from .cli import KERNEL, _packaged, ensure_kernel, load_parameters, template_path
+from .cli import KERNEL, KERNEL_ARGUMENTS, _packaged, ensure_kernel, load_parameters, template_path
 from .core import atomic_write_json, project_root, results_dir
+from .loggers import PROGRESS_FILE, read_progress
 
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
            'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'kill_hook', 'stall_hook',
            'prepare_task', 'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins',
            'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready', 'make_client', 'positive_int',
-           'table_parser', 'table_main']
+           'table_parser', 'watch_progress', 'list_names', 'table_main']
 
 # %% ../nbs/15b_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -43,6 +46,16 @@ def _representative(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
     raw = [c for c in FAA_COLUMN_KEYS if not c.endswith("-fe")]
     rest = CHEAP_FIRST[len(raw):]
     return list(zip(raw, CHEAP_FIRST)) + [(c, rest[i % len(rest)]) for i, c in enumerate(fe)]
+
+def _filter_hints(patterns: list[str], columns, methods) -> str:
+    "' Unknown column ... Did you mean ...?' for each part of a COLUMN/METHOD pattern that names nothing."
+    from bcl.core import did_you_mean
+    hints = []
+    for pattern in patterns:
+        for part, names, kind in zip(pattern.split("/", 1), (columns, methods), ("column", "method")):
+            if not any(ch in part for ch in "*?[") and part not in names:
+                hints.append(f" Unknown {kind} {part!r}.{did_you_mean(part, names)}")
+    return "".join(hints)
 
 def select_cells(filters: list[str] | None, subset: str | None, target: str = "faa") -> list[tuple[str, str]]:
     """(column, method) pairs in the paper's order, kept by the shell patterns `filters` on 'column/method'; for the
@@ -69,8 +82,8 @@ def select_cells(filters: list[str] | None, subset: str | None, target: str = "f
                 raise ValueError(f"Cell filter {pattern!r} must look like COLUMN/METHOD, e.g. 'ci-mnist-*/l-*' or '*/er'.")
         cells = [(c, m) for c, m in cells if any(fnmatch.fnmatchcase(f"{c}/{m}", p) for p in patterns)]
         if not cells:
-            raise ValueError(f"No cell matches {filters}; columns: {', '.join(columns)}; methods: "
-                             f"{', '.join(methods)}.")
+            raise ValueError(f"No cell matches {filters}.{_filter_hints(patterns, columns, methods)} Columns: "
+                             f"{', '.join(columns)}; methods: {', '.join(methods)} (bcl-table --list).")
     return cells
 
 # %% ../nbs/15b_batch.ipynb #0a5a1be1
@@ -145,10 +158,10 @@ def dry_run_table(cells: list[Cell], done: list[Cell] = ()) -> str:
 
 # %% ../nbs/15b_batch.ipynb #445eac42
 def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
-                  plugin_folder: str | None = None) -> dict:
+                  plugin_folder: str | None = None, loggers: Sequence[str] = ()) -> dict:
     """A Dask task: execute the table-cell template for one cell; on failure record error.json. Runs on a worker.
     `gpu_share`: (GPUs, workers) of a LocalCluster on a GPU machine; this worker then gets one GPU (and its share of
-    the GPU's memory when workers outnumber GPUs) before the cell's kernel imports JAX."""
+    the GPU's memory when workers outnumber GPUs) before the cell's kernel imports JAX. `loggers`: `bcl.loggers.LOGGERS`."""
     import papermill as pm
     use_plugin_folder(plugin_folder)
     folder_path = Path(folder)
@@ -166,8 +179,9 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tu
     start = time.perf_counter()
     try:
         pm.execute_notebook(str(template), str(folder_path / template.name),
-                            parameters=params | {"output": str(folder_path), "data_dir": data_dir},
-                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False)
+                            parameters=params | {"output": str(folder_path), "data_dir": data_dir, "loggers": list(loggers)},
+                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
+                            extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:  # recorded, and the batch goes on
         record = {"cell": name, "type": type(error).__name__, "message": str(error)[-4000:],
                   "traceback": traceback.format_exc()[-8000:], "wall_s": time.perf_counter() - start}
@@ -237,7 +251,8 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     try:
         pm.execute_notebook(str(template), str(folder_path / template.name),
                             parameters=params | ({} if param_files else {"results_folder": str(folder_path)}),
-                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False)
+                            kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
+                            extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:
         return {"status": "failed", "cell": name, "type": type(error).__name__, "message": str(error)[-4000:]}
     return {"status": "done", "cell": name, "wall_s": time.perf_counter() - start}
@@ -336,7 +351,12 @@ def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | No
                              "or leave out --scheduler to run on a LocalCluster here.") from None
     n_gpus = gpu_count()
     n_workers = workers or max(1, n_gpus)
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    # the scheduler's HTTP server on a free port (no "port 8787 is already in use" warning); Dask's own INFO and
+    # shutdown messages silenced: the batch prints its progress and failures itself
+    import logging
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
     return Client(cluster), ((min(n_gpus, n_workers), n_workers) if n_gpus else None)
 
 # %% ../nbs/15b_batch.ipynb #23359ec6
@@ -355,7 +375,8 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     from bcl.plan import SCHEDULES
     parser = argparse.ArgumentParser(prog=prog, description="Regenerate Table faa and the visualisation figures as "
                                      "papermill runs on Dask (bcl.batch, nbs/15b_batch.ipynb).")
-    parser.add_argument("target", type=str.lower, choices=TARGETS)
+    parser.add_argument("target", type=str.lower, choices=TARGETS, nargs="?")
+    parser.add_argument("--list", action="store_true", help="list the columns and methods by name and exit")
     parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
     parser.add_argument("--cells", nargs="*", help="shell patterns on COLUMN/METHOD")
     parser.add_argument("--subset", choices=("representative",), help="one cell per column and per method")
@@ -374,6 +395,8 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
                         help="modules that register sequences, models, methods or columns (imported here and in every cell)")
     parser.add_argument("--epochs", type=positive_int, default=None, help="epochs per task for every cell (default: the setup's)")
     parser.add_argument("--dry-run", action="store_true", help="list what would run and exit")
+    parser.add_argument("--logger", nargs="+", default=[], choices=("csv", "tensorboard"),
+                        help="learning curves per task in each cell's folder: log.csv, tensorboard/ (bcl.loggers)")
     return parser
 
 # %% ../nbs/15b_batch.ipynb #a3243d18
@@ -390,7 +413,10 @@ def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: 
                 future.result()
             except Exception as error:  # the cells themselves will fail and record why
                 print(f"preparation failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
-    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, gpu_share, plugin_folder, pure=False,
+    for c in todo:  # a progress file of an earlier run would be read as this one's
+        (c.folder / PROGRESS_FILE).unlink(missing_ok=True)
+    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, gpu_share, plugin_folder,
+                             getattr(args, "logger", []), pure=False,
                              key=f"cell-{c.params['column']}-{c.params['method']}-{c.hash}") for c in todo]
     futures += [client.submit(run_visualisation_task, files,
                               str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")), pure=False)
@@ -398,7 +424,21 @@ def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: 
     results = []
     bar = tqdm(total=len(futures), unit="cell",
                desc=f"{'Custom cells' if args.target == 'custom' else 'Table faa'} ({args.profile})")
-    for future in as_completed(futures):
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch_progress, args=(todo, stop, tqdm.write), daemon=True)
+    watcher.start()
+    try:
+        outcomes = _outcomes(as_completed(futures), bar, results)
+    finally:
+        stop.set()
+        watcher.join()
+        bar.close()
+    return outcomes
+
+def _outcomes(completed, bar, results: list) -> list:
+    "Collect each finished future's outcome, advancing `bar` and printing failures as they come."
+    from tqdm.auto import tqdm
+    for future in completed:
         try:
             outcome = future.result()
         except Exception as error:  # e.g. the task's worker died more often than Dask allows
@@ -408,8 +448,21 @@ def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: 
         bar.update()
         if outcome["status"] == "failed":
             tqdm.write(f"FAILED {outcome['cell']}: {outcome.get('type')}: {outcome.get('message', '')[:300]}")
-    bar.close()
     return results
+
+def watch_progress(cells: list[Cell], stop: threading.Event, write=print, interval: float = 2.0) -> None:
+    "Until `stop` is set, print a line whenever a running cell finishes a task (its kernel's `progress.json`)."
+    seen: dict[str, int] = {}
+    while True:
+        stopping = stop.wait(interval)
+        for cell in cells:
+            p = read_progress(cell.folder / PROGRESS_FILE)
+            if p and seen.get(cell.name) != p.get("task"):
+                seen[cell.name] = p.get("task")
+                write(f"  {cell.name}: task {p['task']}/{p['tasks']} done, test accuracy on tasks 1..{p['task']} "
+                      f"{100 * p['test_accuracy']:.1f} %")
+        if stopping:
+            return
 
 def _report(results: list, args, seeds: list, root: Path, wall_s: float) -> int:
     "Write batch.json, print the counts and the failures; exit status 1 if a cell failed."
@@ -420,6 +473,9 @@ def _report(results: list, args, seeds: list, root: Path, wall_s: float) -> int:
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     print(f"batch finished in {wall_s:.0f} s: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"results: {root} (each cell's numbers.json and executed notebook under COLUMN/METHOD/; batch.json); "
+          f"the ledger: bcl-ledger faa --profile {args.profile}"
+          + (f" --schedule {args.schedule}" if args.schedule != "epochs" else ""))
     failed = [r for r in results if r["status"] == "failed"]
     for r in failed:
         print(f"  failed {r['cell']}: {r.get('type')}: {r.get('message', '')[:200]}")
@@ -435,12 +491,35 @@ def _record_blocked(cell: Cell) -> dict:
     atomic_write_json(cell.folder / "error.json", record)
     return {"status": "failed", **record}
 
+def list_names(target: str | None = None) -> str:
+    "The columns and methods `--cells` accepts (the registered ones with `custom`), one per line with its label."
+    from bcl.paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, method_label
+    from bcl.plan import USER_COLUMNS, table_column
+    columns = tuple(USER_COLUMNS) if target == "custom" else FAA_COLUMN_KEYS + tuple(USER_COLUMNS)
+    lines = ["columns (--cells COLUMN/METHOD, any letter case):"]
+    lines += [f"  {c:<20} {table_column(c).label}" for c in columns]
+    lines += ["methods:"] + [f"  {m:<20} {method_label(m)}" for m in TABLE_METHODS + tuple(USER_METHODS)]
+    return "\n".join(lines)
+
 def table_main(argv: list[str] | None = None, prog: str = "bcl-table") -> int:
     "`bcl-table faa|visualisation|all|custom [...]`: run the batch (see this notebook's first section)."
-    args = table_parser(prog).parse_args(argv)
+    parser = table_parser(prog)
+    args = parser.parse_args(argv)
+    if args.target is None and not args.list:
+        parser.error(f"choose a target: {', '.join(TARGETS)} (or --list to see the columns and methods)")
     if args.slurm and not args.dry_run:
         slurm_ready()  # before anything slow: a Slurm that is down is said at once
+    try:
+        return _table_main(args)
+    except ValueError as error:  # bad input: one line, no traceback
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+
+def _table_main(args) -> int:
     plugin_modules = load_plugins(args.plugins)
+    if args.list:
+        print(list_names(args.target))
+        return 0
     out = Path(args.out) if args.out else results_dir() / "table"
     root = profile_folder(out.resolve(), args.profile, args.schedule)
     seeds = list(range(args.seeds if args.seeds is not None else (2 if args.profile == "smoke" else 5)))

@@ -17,11 +17,14 @@ from pathlib import Path
 from .core import atomic_write_json, project_root, results_dir
 
 # %% auto #0
-__all__ = ['KERNEL', 'LEDGER_TITLES', 'template_path', 'shipped_parameter_files', 'parameter_file', 'load_parameters',
-           'ensure_kernel', 'run_visualisation', 'visualise_main', 'ledger_main']
+__all__ = ['KERNEL', 'KERNEL_ARGUMENTS', 'LEDGER_TITLES', 'template_path', 'shipped_parameter_files', 'parameter_file',
+           'load_parameters', 'ensure_kernel', 'run_visualisation', 'visualise_main', 'ledger_main']
 
 # %% ../nbs/15_cli.ipynb #6a2b6621
 KERNEL = "python3"
+# The kernel's own warnings off (ipykernel warns that a local kernel talks to papermill over unencrypted TCP on
+# 127.0.0.1); its errors still show
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 def _packaged(folder: str) -> Path | None:
     "The folder `bcl/<folder>` of an installed wheel, or None (a checkout has none)."
@@ -98,7 +101,8 @@ def run_visualisation(files: list[str], run: str | None = None) -> tuple[Path, d
     print(f"running {template.name} with {', '.join(files)} → {folder}", flush=True)
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     pm.execute_notebook(str(template), str(folder / template.name), parameters=params, kernel_name=KERNEL,
-                        cwd=str(project_root()), progress_bar=False, log_output=False)
+                        cwd=str(project_root()), progress_bar=False, log_output=False,
+                        extra_arguments=KERNEL_ARGUMENTS)
     atomic_write_json(folder / "runner.json", {"wall_s": time.perf_counter() - start,
                                                 "cpu_s": _children_cpu_seconds() - cpu_start, "params": list(files)})
     return folder, json.loads((folder / "numbers.json").read_text())
@@ -110,7 +114,11 @@ def visualise_main(argv: list[str] | None = None) -> int:
                         f"(shipped: {', '.join(shipped_parameter_files())})")
     parser.add_argument("--run", help="override the run name (folder under results/)")
     args = parser.parse_args(argv)
-    folder, numbers = run_visualisation(args.params, args.run)
+    try:
+        folder, numbers = run_visualisation(args.params, args.run)
+    except (ValueError, FileNotFoundError) as error:  # bad input: one line, no traceback
+        print(f"bcl-visualise: error: {error}", file=sys.stderr)
+        return 2
     params = load_parameters(args.params)
     tables = _under_root(params.get("tables_folder"), folder / "tables")
     print((tables / f"visualisation_{numbers['sequence']}.md").read_text())
@@ -119,6 +127,7 @@ def visualise_main(argv: list[str] | None = None) -> int:
         print(f"FAILED methods (see {folder / 'numbers.json'}): {failed}")
     timing = json.loads((folder / "runner.json").read_text())
     print(f"{numbers['sequence']}: papermill run took {timing['wall_s']:.0f} s wall, {timing['cpu_s']:.0f} s CPU")
+    print(f"results: {folder} (numbers.json, the executed notebook); tables: {tables}")
     return 1 if failed else 0
 
 # %% ../nbs/15_cli.ipynb #0a9b29a9
@@ -139,19 +148,30 @@ def ledger_main(argv: list[str] | None = None) -> int:
                         help="epochs (the paper's), steps (the paper's optimiser steps per task), matched (prior "
                         "terms weighted as for the paper's task size), steps-matched (both)")
     parser.add_argument("--out", help="results folder of the batch (default results/table)")
-    parser.add_argument("--tables", help="default experiments/tables under the project root")
-    parser.add_argument("--figures", help="default the figures folder (bcl.core.figures_dir)")
+    parser.add_argument("--tables", help="default experiments/tables under the project root (smoke: the batch folder)")
+    parser.add_argument("--figures", help="default the figures folder, bcl.core.figures_dir (smoke: the batch folder)")
     parser.add_argument("--drop-previous", action="store_true", help="do not keep the finished cells of the ledger "
                         "being replaced that the batch folder lacks")
     args = parser.parse_args(argv)
+    try:
+        return _write_ledger(args)
+    except ValueError as error:  # bad input: one line, no traceback
+        print(f"bcl-ledger: error: {error}", file=sys.stderr)
+        return 2
+
+def _write_ledger(args) -> int:
+    from bcl.core import figures_dir
+    from bcl.ledger import SCHEDULE_LABELS, ledger_entries, read_explanations, write_ledger
+    from bcl.plan import SCHEDULES, run_name
     name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
-    tables = Path(args.tables) if args.tables else project_root() / "experiments" / "tables"
+    smoke = args.profile == "smoke"  # mock data: its ledger stays with its results, out of the tracked folders
+    tables = Path(args.tables) if args.tables else batch if smoke else project_root() / "experiments" / "tables"
     if not batch.exists() and (args.drop_previous or not (tables / f"faa_{name}.json").exists()):
         print(f"No batch folder {batch}: run experiments/run_table.py faa --profile {args.profile} first.",
               file=sys.stderr)
         return 2
-    figures = Path(args.figures) if args.figures else figures_dir()
+    figures = Path(args.figures) if args.figures else batch if smoke else figures_dir()
     title = LEDGER_TITLES[args.profile] + (f" ({SCHEDULE_LABELS[args.schedule]})" if args.schedule != "epochs" else "")
     projection_file = tables / f"faa_{name}_projection.json"
     projection = json.loads(projection_file.read_text()) if projection_file.exists() else None

@@ -19,8 +19,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_dir', 'tree_size', 'tree_sum', 'tree_vdot',
            'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'check_same_structure',
-           'check_positive', 'assert_trees_allclose', 'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split',
-           'Task', 'TaskSequence']
+           'check_positive', 'assert_trees_allclose', 'did_you_mean', 'named_keys', 'atomic_write_bytes',
+           'atomic_write_json', 'Split', 'Task', 'TaskSequence']
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
@@ -153,6 +153,16 @@ def assert_trees_allclose(actual, expected, rtol: float = 1e-6, atol: float = 0.
     for (path, a), e in zip(flat_actual, jax.tree.leaves(expected)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=rtol, atol=atol,
                                    err_msg=f"{err_msg} at leaf {jax.tree_util.keystr(path)}")
+
+# %% ../nbs/00_core.ipynb #5d696f0b
+def did_you_mean(name, choices) -> str:
+    "' Did you mean 'x'?' naming the entries of `choices` closest to `name` (difflib), or '' when none is close."
+    import difflib
+    if not isinstance(name, str):
+        return ""
+    lowered = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+    return f" Did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
 
 # %% ../nbs/00_core.ipynb #7d3bc100
 def named_keys(key: jax.Array, *names: str) -> dict[str, jax.Array]:

@@ -185,7 +185,8 @@ def sequence_spec(name: str) -> SequenceSpec:
     "The registry entry of `name` (any letter case); `ValueError` listing the valid names otherwise."
     spec = SEQUENCES.get(name.lower()) if isinstance(name, str) else None
     if spec is None:
-        raise ValueError(f"Unknown task sequence {name!r}. Valid names: {', '.join(SEQUENCES)} (any letter case; "
+        raise ValueError(f"Unknown task sequence {name!r}.{core.did_you_mean(name, SEQUENCES)} Valid names: "
+                         f"{', '.join(SEQUENCES)} (any letter case; "
                          "add your own with bcl.data.register_sequence).")
     return spec
 

@@ -16,10 +16,10 @@ from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE
 
 # %% auto #0
 __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', 'NEEDS_GPU_HOURS', 'SUBSTITUTE_STATUSES',
-           'STATUSES', 'NO_PUBLISHED', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'Entry', 'tolerance', 'judge',
-           'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text',
-           'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section', 'schedule_value',
-           'read_explanations', 'verdict', 'schedules_section', 'write_ledger']
+           'STATUSES', 'NO_PUBLISHED', 'STATUS_MARKS', 'MARKS_KEY', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'Entry',
+           'tolerance', 'judge', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings',
+           'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section',
+           'schedule_value', 'read_explanations', 'verdict', 'schedules_section', 'write_ledger']
 
 # %% ../nbs/14_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -168,9 +168,15 @@ def orderings(entries: dict[tuple[str, str], Entry], column_key: str) -> dict[st
 def _ours(e: Entry) -> str:
     return "–" if e.mean is None else f"{e.mean:.2f} ± {e.sd:.2f} ({e.n})"
 
+STATUS_MARKS = {"agrees": "✓", "differs": "✗", "agrees on substitute data": "✓ˢ", "differs on substitute data": "✗ˢ",
+                "data not present": "∅", "failed": "⚠", "needs a GPU": "⌛", "not run": "…"}  # other statuses: as words
+MARKS_KEY = ("Marks: " + ", ".join(f"{m} {s}" for s, m in STATUS_MARKS.items()) +
+             f" (ˢ: on the profile's substitute data, where within max({SUBSTITUTE_POINTS:g} points, {AGREE_SDS:g} sd) agrees).")
+
 def cell_text(e: Entry) -> str:
+    "One line: ours mean ± sd (seeds) · paper · Δ, then the status as a mark."
     delta = "" if e.delta is None else f" · Δ {e.delta:+.2f}"
-    return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} · {e.status}"
+    return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} {STATUS_MARKS.get(e.status, '· ' + e.status)}"
 
 def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> str:
     "Both sub-tables as markdown, with a status count and the orderings per column."
@@ -178,7 +184,8 @@ def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> s
     for table, caption in (("a", "(a) With a fixed pre-trained feature extractor"),
                            ("b", "(b) Without a fixed pre-trained feature extractor")):
         columns = [c for c in FAA_COLUMNS if c.table == table]
-        lines += [f"## {caption}\n", "Each cell: ours mean ± sd (seeds) · paper · Δ · status.\n",
+        lines += [f"## {caption}\n", "Each cell: ours mean ± sd (seeds) · paper · Δ, and a mark for its status.\n",
+                  MARKS_KEY + "\n",
                   "| method | " + " | ".join(c.label for c in columns) + " |",
                   "|---|" + "---|" * len(columns)]
         for m in TABLE_METHODS:
@@ -230,11 +237,16 @@ def latex_ledger(entries: dict[tuple[str, str], Entry]) -> str:
     return "\n".join(out)
 
 def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
-    "One panel per column: ours (mean ± sd) against the paper's number for every method."
+    """One panel per column with a cell of ours: ours (mean ± sd) against the paper's number for every method; the
+    columns where no cell ran are named under the figure instead of drawn empty."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(4, 4, figsize=(14, 11), sharey=True)
+    shown = [c for c in FAA_COLUMNS if any(entries[c.key, m].mean is not None for m in TABLE_METHODS)] or list(FAA_COLUMNS)
+    hidden = [c for c in FAA_COLUMNS if c not in shown]
+    ncols = min(4, len(shown))
+    nrows = -(-len(shown) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, 2.75 * nrows + 0.6), sharey=True, squeeze=False)
     x = np.arange(len(TABLE_METHODS))
-    for ax, c in zip(axes.flat, FAA_COLUMNS):
+    for ax, c in zip(axes.flat, shown):
         es = [entries[c.key, m] for m in TABLE_METHODS]
         ax.scatter(x, [e.paper for e in es], marker="_", s=120, color="black", label="paper", zorder=3)
         ran = [i for i, e in enumerate(es) if e.mean is not None]
@@ -246,13 +258,17 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
         ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
         ax.set_ylim(0, 100)
         ax.grid(axis="y", alpha=0.3)
-    for ax in axes.flat[len(FAA_COLUMNS):]:
+    for ax in axes.flat[len(shown):]:
         ax.axis("off")
+    if hidden:
+        why = lambda c: entries[c.key, TABLE_METHODS[0]].status
+        fig.text(0.5, 0.005, "Not shown, no cell ran: " + "; ".join(f"{c.label} ({why(c)})" for c in hidden),
+                 ha="center", va="bottom", fontsize=7, wrap=True)
     axes.flat[0].legend(fontsize=6)
     for row in axes[:, 0]:
         row.set_ylabel("final average accuracy (%)", fontsize=7)
     fig.suptitle(title + "  (* substitute data)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03 if hidden else 0, 1, 1))
     return fig
 
 # %% ../nbs/14_ledger.ipynb #77be82cf

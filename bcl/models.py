@@ -155,8 +155,9 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl:
     """The network `name` (one of `model_names()`, any letter case) with `n_outputs` logits for inputs of shape `input_shape`;
     `conv_impl` ('xla' or 'patches') chooses how the `cnn*` networks compute their convolutions."""
     if not isinstance(name, str) or name.lower() not in _TAILS:
-        raise ValueError(f"Unknown model {name!r}; choose one of {', '.join(_TAILS)} (any letter case; add your "
-                         "own with bcl.models.register_model).")
+        from bcl.core import did_you_mean
+        raise ValueError(f"Unknown model {name!r}.{did_you_mean(name, _TAILS)} Choose one of {', '.join(_TAILS)} (any "
+                         "letter case; add your own with bcl.models.register_model).")
     name = name.lower()
     if conv_impl not in CONV_IMPLS:
         raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {conv_impl!r}.")

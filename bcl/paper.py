@@ -59,8 +59,9 @@ def method_name(name: str) -> str:
         raise ValueError(f"A method name must be a string, got {name!r}. Valid names: {_valid_names()}.")
     canonical = _BY_SQUASHED.get(_squash(name)) or _USER_BY_SQUASHED.get(_squash(name))
     if canonical is None:
-        raise ValueError(f"Unknown method {name!r}. Valid names (any letter case): {_valid_names()}; "
-                         "add your own with bcl.paper.register_method.")
+        from bcl.core import did_you_mean
+        raise ValueError(f"Unknown method {name!r}.{did_you_mean(name, METHOD_NAMES + tuple(USER_METHODS))} Valid "
+                         f"names (any letter case): {_valid_names()}; add your own with bcl.paper.register_method.")
     return canonical
 
 def method_names(names: Sequence[str]) -> list[str]:

@@ -27,8 +27,10 @@ def table_column(key: str) -> Column:
     if isinstance(key, str) and key.lower() in USER_COLUMNS:
         return USER_COLUMNS[key.lower()]
     if not isinstance(key, str) or key.lower() not in FAA_COLUMN_KEYS:
-        raise ValueError(f"Unknown column {key!r}; choose one of {', '.join(FAA_COLUMN_KEYS + tuple(USER_COLUMNS))} "
-                         "(any letter case; add your own with bcl.plan.register_column).")
+        from bcl.core import did_you_mean
+        raise ValueError(f"Unknown column {key!r}.{did_you_mean(key, FAA_COLUMN_KEYS + tuple(USER_COLUMNS))} Choose "
+                         f"one of {', '.join(FAA_COLUMN_KEYS + tuple(USER_COLUMNS))} (any letter case; add your own "
+                         "with bcl.plan.register_column).")
     return faa_column(key)
 
 def _check_box(low, high, key: str) -> None:
@@ -196,8 +198,10 @@ def import_plugins(plugins: Sequence[str]) -> list:
         try:
             modules.append(importlib.import_module(name))
         except ModuleNotFoundError as error:
-            raise ValueError(f"Cannot import plugin {name!r} ({error}). Put it in the working directory or a folder "
-                             f"on PYTHONPATH; Python looked in {sys.path}.") from error
+            from bcl.core import did_you_mean
+            nearby = [p.stem for folder in (Path.cwd(), Path.cwd() / "experiments" / "plugins") for p in folder.glob("*.py")]
+            raise ValueError(f"Cannot import plugin {name!r} ({error}).{did_you_mean(name, nearby)} Put it in the "
+                             f"working directory or a folder on PYTHONPATH; Python looked in {sys.path}.") from error
     return modules
 
 def plugin_versions(plugins: Sequence[str]) -> dict[str, str]:

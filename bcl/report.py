@@ -17,9 +17,9 @@ from .experiment import AXIS_LABELS, grid_shape
 from .paper import AUTHORS_CODE_ACCURACY, METHOD_LABELS
 
 # %% auto #0
-__all__ = ['CLASS_COLOURS', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers', 'draw_visualisation',
-           'draw_distances', 'unconverged_tasks', 'summary_rows', 'distance_rows', 'hmc_rows', 'markdown_table',
-           'write_report']
+__all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers',
+           'draw_visualisation', 'draw_distances', 'unconverged_tasks', 'summary_rows', 'distance_rows', 'hmc_rows',
+           'markdown_table', 'write_report']
 
 # %% ../nbs/12a_report.ipynb #c22a381b
 def json_ready(value):
@@ -65,7 +65,26 @@ def read_numbers(folder) -> tuple[dict, dict[str, np.ndarray]]:
     return numbers, grids
 
 # %% ../nbs/12a_report.ipynb #3d1bf32e
-CLASS_COLOURS = ((0.85, 0.1, 0.1), (0.1, 0.7, 0.1), (0.1, 0.2, 0.9))
+# Okabe & Ito's colour-blind-safe palette (orange, blue, bluish green): a pixel mixes them by the predicted class
+# probabilities, so red against green (unreadable for a red-green colour-blind reader) never carries a class
+CLASS_COLOURS = ((0.902, 0.624, 0.0), (0.0, 0.447, 0.698), (0.0, 0.620, 0.451))
+SEQUENCE_TITLES = {"cisplit2diris": "CI Split 2D Iris", "disinusoid": "DI Sinusoid"}
+
+def _class_key(fig, binary: bool, n_classes: int) -> None:
+    "A key for the colours: the classes' colours (probabilities mix them), or the colour bar of P(class 1)."
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    if binary:
+        bar = fig.colorbar(plt.cm.ScalarMappable(cmap="RdBu", norm=plt.Normalize(0, 1)), ax=fig.axes, shrink=0.6,
+                           pad=0.01, aspect=30)
+        bar.set_label("predicted P(class 1); points: training data (red class 0, blue class 1)", fontsize=6)
+        bar.ax.tick_params(labelsize=5)
+        return
+    handles = [Line2D([], [], marker="s", ls="", ms=6, mfc=CLASS_COLOURS[c], mec="black", mew=0.3, label=f"class {c}")
+               for c in range(n_classes)]
+    fig.legend(handles=handles, loc="upper right", fontsize=6, frameon=False, ncol=n_classes,
+               title="colour: the predicted probabilities mix the class colours; points: training data",
+               title_fontsize=6)
 
 def _train_points(sequence: TaskSequence, t: int):
     xs = np.concatenate([task.train.xs for task in sequence.tasks[:t]])
@@ -108,7 +127,8 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
                 ax.imshow(image[..., 1], origin="lower", extent=(low1, high1, low2, high2), aspect="auto",
                           cmap="RdBu", vmin=0.0, vmax=1.0, interpolation="bilinear")
             else:
-                ax.imshow(np.clip(image[..., :3], 0, 1), origin="lower", extent=(low1, high1, low2, high2),
+                mixed = np.clip(image[..., :3], 0, 1) @ np.asarray(CLASS_COLOURS)[:image.shape[-1]]
+                ax.imshow(np.clip(mixed, 0, 1), origin="lower", extent=(low1, high1, low2, high2),
                           aspect="auto", interpolation="bilinear")
             xs, ys = _train_points(sequence, t + 1)
             colours = [("tab:red", "tab:blue")[y] if binary else CLASS_COLOURS[y] for y in ys]
@@ -120,7 +140,8 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
     for t in range(T):
         axes[t, 0].set_ylabel(f"after task {t + 1}{' †' if t + 1 in marked_tasks else ''}\n{y_label}", fontsize=6)
     fig.supxlabel(x_label, fontsize=8)
-    fig.tight_layout(pad=0.3, w_pad=0.1, h_pad=0.2)
+    fig.tight_layout(pad=0.3, w_pad=0.1, h_pad=0.2, rect=(0, 0, 1, 0.93))
+    _class_key(fig, binary, sequence.n_outputs if not binary else 2)
     if marked_tasks:
         fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.04)
         fig.text(0.01, 0.005, UNCONVERGED_NOTE, fontsize=5, ha="left", va="bottom", wrap=True)
@@ -146,11 +167,12 @@ def draw_distances(numbers: dict):
                        xytext=(2, 2), textcoords="offset points")
     left.set_xlabel("after task")
     left.set_ylabel("mean TV distance to HMC-NUTS")
-    left.legend(fontsize=6, ncol=2)
+    fig.legend(*left.get_legend_handles_labels(), loc="lower center", fontsize=6, ncol=7, frameon=False)
     right.set_xlabel("mean TV distance to HMC-NUTS after the last task")
     right.set_ylabel("final average accuracy (%)")
-    fig.suptitle(numbers["sequence"], fontsize=9)
-    fig.tight_layout()
+    fig.suptitle(f"{SEQUENCE_TITLES.get(numbers['sequence'], numbers['sequence'])}: distance to HMC-NUTS "
+                 "(solid S-FSVI, dashed VCL, dotted MAP)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 # %% ../nbs/12a_report.ipynb #a37ac465

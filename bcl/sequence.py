@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
 from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
-from .metrics import accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy, mean_nll
+from .metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
+                         forward_transfer, mean_nll)
 from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_units, task_split, vmap_program,
                        TaskInfo)
 
@@ -272,6 +273,8 @@ class SequenceResult(NamedTuple):
     losses: np.ndarray  # (T, G, S, epochs): per-epoch mean training loss
     tasks_done: int
     timings: dict[str, float]  # compile_s, run_s, wall_s of this call; tasks_resumed: tasks finished before it
+    initial: dict[str, np.ndarray] | None = None  # the same metrics (G, S, T) of the initialised, untrained model
+    aux: dict[str, np.ndarray] | None = None  # the loss's parts ("nll", "kl", ...) per epoch (G, S, epochs), last task
 
 SPLITS = ("validation", "test")
 # ECE with 10 bins, and with the 100 bins of the authors' code for comparison (`ece` in their
@@ -382,7 +385,7 @@ def _task_arguments(method: Method, sequence: TaskSequence, t: int, seed_keys, s
             np.concatenate([ys, np.zeros(pad, ys.dtype)]), jnp.int32(t), jnp.int32(len(ys)))
 
 def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, progress: bool):
-    "Train task `t` and end it (one cached program, vmapped over grid and seeds): (state, losses), compile and run seconds."
+    "Train task `t` and end it (one cached program, vmapped over grid and seeds): (state, losses, aux), compile and run seconds."
     epoch_bar = tqdm(total=method.training.epochs, desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
     on_epoch = None if epoch_bar.disable else _EpochProgress.advance  # no host callback without a bar
 
@@ -397,14 +400,14 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
         return vmap_program(train_then_end)
     _EpochProgress.bar = None if epoch_bar.disable else epoch_bar
     try:
-        (state, losses, _), compile_s, run_s = PROGRAMS(  # settings (a dict) is unhashable and fixes nothing the functions don't
+        (state, losses, aux), compile_s, run_s = PROGRAMS(  # settings (a dict) is unhashable and fixes nothing the functions don't
             ("task", method._replace(settings=None), len(args[4]), padded, on_epoch is not None), make, *args,
             compiler_options=options)
         jax.effects_barrier()
     finally:
         _EpochProgress.bar = None
         epoch_bar.close()
-    return state, np.asarray(losses), compile_s, run_s
+    return state, np.asarray(losses), jax.tree.map(np.asarray, aux), compile_s, run_s
 
 def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or your own `Method`)
                    sequence: TaskSequence,  # the tasks, trained in order
@@ -413,7 +416,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                    *,
                    checkpoint: str | os.PathLike | None = None,  # file to resume from and save to after every task
                    progress: bool = True,  # progress bars over tasks and epochs
-                   after_task: Callable | None = None,  # called as after_task(t, result of tasks 1..t)
+                   after_task: Callable | Sequence[Callable] | None = None,  # after_task(t, result of tasks 1..t); or a list (loggers)
                    eval_chunk: int = 4096,  # test points per chunk of the evaluation
                    check_finite: bool = True,  # stop with a clear error when a loss turns NaN/inf
                    fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
@@ -440,18 +443,23 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
     options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile,  # per configuration and seed
                                    method.training.draws_per_step)
+    hooks = [] if after_task is None else list(after_task) if isinstance(after_task, (list, tuple)) else [after_task]
+    last_aux = None
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
     fingerprint = run_fingerprint(method, sequence, hyper, seeds, task_keys) if checkpoint is not None else None
+    untrained = state
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
     mesh = seed_mesh(S) if shard_seeds else None
+    # the untrained model on every task: the reference of forward transfer (`bcl.metrics.forward_transfer`)
+    initial = _evaluate(method, sequence, untrained, predict_keys, eval_chunk, timings, options, mesh)
 
     def result(tasks_done):
         metrics = {k: v for k, v in record.items() if k != "losses"}
         return SequenceResult(method.name, sequence.name, seeds, hyper, state, metrics, record["losses"],
-                              tasks_done, dict(timings, wall_s=time.perf_counter() - wall_start))
+                              tasks_done, dict(timings, wall_s=time.perf_counter() - wall_start), initial, last_aux)
 
     rows_per_task = None
     if method.training.pad_tasks:
@@ -461,7 +469,7 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
         for t in bar:
             args = _task_arguments(method, sequence, t, seed_keys, state, jhyper, rows_per_task, task_keys)
             args = (on_seed_mesh(args[0], mesh), on_seed_mesh(args[1], mesh, axis=1), *args[2:])  # keys (S, 2), state (G, S, ...)
-            state_after, losses, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, options, progress)
+            state_after, losses, last_aux, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, options, progress)
             timings["compile_s"] += compile_s
             timings["run_s"] += run_s
             if check_finite and not np.isfinite(losses).all():
@@ -478,8 +486,8 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                 save_checkpoint(checkpoint, state, record, t, fingerprint)
             bar.set_postfix(loss=f"{np.nanmean(losses[..., -1]):.4g}",
                             val_acc=f"{np.nanmean(record['validation/accuracy'][:, :, t - 1, :t]):.3f}")
-            if after_task is not None:
-                after_task(t, result(t))
+            for hook in hooks:
+                hook(t, result(t))
     return result(T)
 
 # %% ../nbs/07b_sequence.ipynb #2f5f9a8a
@@ -511,6 +519,9 @@ def result_table(result: SequenceResult, selection: np.ndarray | None = None) ->
             for summary, fn in SUMMARIES.items():
                 rows.append(base | {"after_task": T, "task": None, "metric": f"{split}_{summary}",
                                     "value": float(fn(matrix))})
+            if result.initial is not None:
+                rows.append(base | {"after_task": T, "task": None, "metric": f"{split}_forward_transfer",
+                                    "value": float(forward_transfer(matrix, result.initial[f"{split}/accuracy"][g, s, :T]))})
     return pd.DataFrame(rows, columns=["method", "sequence", "seed", "config", "after_task", "task", "metric", "value"])
 
 def save_table(table: pd.DataFrame, stem: str | os.PathLike) -> tuple[Path, Path]:

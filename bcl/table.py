@@ -21,10 +21,10 @@ from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_paramete
                       plan_cell, table_column)
 
 # %% auto #0
-__all__ = ['SETUP_FIELDS', 'REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence', 'load_cell_sequence',
-           'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method',
-           'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell',
-           'write_cell', 'read_cell']
+__all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence',
+           'load_cell_sequence', 'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale', 'cell_settings',
+           'build_cell_method', 'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps',
+           'run_cell', 'write_cell', 'read_cell']
 
 # %% ../nbs/13_table.ipynb #c21ad77b
 def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_class: int = 8, seed: int = 0) -> Path:
@@ -239,11 +239,17 @@ def optimiser_steps(method, sequence: TaskSequence, first_task: int = 1) -> int:
     return sum(method.training.epochs * n_batches(len(task_split(method, sequence, t).ys), method.training.batch_size)
                for t in range(first_task, len(sequence) + 1))
 
+NUMBER_UNITS = {  # the unit of every number of `numbers.json` (before this key existed, forgetting and transfer were fractions)
+    "final_average_accuracy": "percent", "paper": "percent", "forgetting": "percent", "backward_transfer": "percent",
+    "forward_transfer": "percent", "test_accuracy": "fraction", "test_accuracy_initial": "fraction",
+    "validation_accuracy": "fraction", "test_nll": "nats", "test_ece": "fraction", "test_ece100": "fraction",
+    "timings": "seconds"}
+
 def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.PathLike | None = None,
-             progress: bool = False) -> dict:
-    "Train and evaluate one cell; the numbers, settings, timings and provenance as a JSON-able dict."
+             progress: bool = False, after_task=None) -> dict:
+    "Train and evaluate one cell; the numbers, settings, timings and provenance as a JSON-able dict. `after_task`: loggers."
     from bcl.provenance import provenance
-    from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy
+    from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy, forward_transfer
     from bcl.sequence import METRICS, hyper_configs, select_by_validation, train_sequence
     params = cell_parameters(**params)
     plan = plan_cell(params["column"], params["method"], params["profile"])
@@ -252,9 +258,11 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     data_s = time.perf_counter() - start
     check_cell(params, sequence)  # every setting against the data, before anything trains
     method, hyper, settings = build_cell_method(params, sequence)
-    result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress)
+    result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress,
+                            after_task=after_task)
     chosen = select_by_validation(result)
     metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in METRICS}
+    initial = _per_seed(result.initial["test/accuracy"][..., None, :], chosen)[:, 0]  # (S, T): the untrained model
     steps = optimiser_steps(method, sequence)
     steps_timed = optimiser_steps(method, sequence, first_task=result.timings["tasks_resumed"] + 1)
     configs = hyper_configs(result.hyper)
@@ -267,7 +275,11 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
         "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method
         **{f"test_{name}": values for name, values in metric.items()},  # accuracy, nll, ece, ece100
         "validation_accuracy": _per_seed(result.metrics["validation/accuracy"], chosen),
-        "forgetting": average_forgetting(metric["accuracy"]), "backward_transfer": backward_transfer(metric["accuracy"]),
+        # every summary of the accuracy matrix in percent (its unit in `units`); the matrices stay fractions
+        "forgetting": 100 * average_forgetting(metric["accuracy"]),
+        "backward_transfer": 100 * backward_transfer(metric["accuracy"]),
+        "forward_transfer": 100 * forward_transfer(metric["accuracy"], initial),
+        "test_accuracy_initial": initial, "units": NUMBER_UNITS,
         "selected": [configs[g] for g in chosen],
         "n_train": [len(task.train.ys) for task in sequence.tasks], "epochs": method.training.epochs,
         "optimiser_steps": steps,

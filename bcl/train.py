@@ -273,3 +273,16 @@ def vmap_program(run: Callable) -> Callable:
         return jax.vmap(over_seeds, in_axes=(None, 0, 0) + (None,) * len(shared))(key, state, hyper, *shared)
 
     return over_grid
+
+# %% ../nbs/07_train.ipynb #3f3da41e
+import sys as _sys
+import types as _types
+
+class _TrainModule(_types.ModuleType):
+    "This module, callable: `bcl.train(recipe, sequence, seeds, ...)` is `bcl.api.train`."
+    def __call__(self, *args, **kwargs):
+        from bcl.api import train
+        return train(*args, **kwargs)
+
+if __name__ == "bcl.train":  # the module, not this notebook's kernel
+    _sys.modules[__name__].__class__ = _TrainModule

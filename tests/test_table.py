@@ -84,12 +84,26 @@ def test_runner_killed_mid_batch_loses_nothing(tmp_path):
 
 def test_worker_killed_mid_cell_is_rerun(tmp_path):
     out, marker = tmp_path / "out", tmp_path / "killed-once"
-    result = run(["--profile", "smoke", "--workers", "1", "--out", str(out), "--cells", CELLS[0]], tmp_path,
+    result = run(["--profile", "smoke", "--workers", "1", "--out", str(out), "--cells", CELLS[0],
+                  "--logger", "csv", "tensorboard"], tmp_path, timeout=1500,  # a worker restart, then the cell
                  BCL_TABLE_KILL_ONCE=f"{CELLS[0]}:{marker}")
     assert marker.exists(), "the fault was not injected"
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     numbers = json.loads(finished(out, CELLS[0]).read_text())
     assert numbers["method"] == "finetuning" and 0 <= numbers["final_average_accuracy"]["mean"] <= 100
+    # the learning curves of --logger, read back; the driver's per-task lines and where the results are
+    from bcl.loggers import read_csv_log, read_tensorboard
+    T, seeds = len(numbers["n_train"]), numbers["seeds"]
+    log = read_csv_log(finished(out, CELLS[0]).parent / "log.csv")
+    assert sorted(log.task.unique()) == list(range(1, T + 1)) and sorted(log.seed.unique()) == seeds
+    assert {"train/loss", "train/nll", "test/accuracy", "test/ece"} <= set(log.name)
+    final = log.query(f"task == {T} and name == 'test/accuracy'").sort_values("seed").value.to_numpy()
+    assert abs(100 * final.mean() - numbers["final_average_accuracy"]["mean"]) < 1e-6
+    board = read_tensorboard(finished(out, CELLS[0]).parent / "tensorboard")
+    assert sorted(board.run.unique()) == [f"g0_seed{s}" for s in seeds]
+    assert sorted(board.query("name == 'train/loss'").step.unique()) == list(range(1, T + 1))
+    assert f"{CELLS[0]}: task {T}/{T} done" in result.stdout, result.stdout[-3000:]
+    assert f"results: {out.resolve() / 'smoke'}" in result.stdout, result.stdout[-3000:]
 
 
 def test_batch_on_a_separate_dask_scheduler_and_two_workers(tmp_path):

@@ -10,6 +10,9 @@
 # the selected EWC/SI grid point, timings, the content hash and the provenance) are built by `bcl.table.run_cell`
 # (`nbs/13_table.ipynb`).
 #
+# `loggers` adds learning curves per task (`bcl.loggers`, `nbs/07c_loggers.ipynb`): `log.csv` and `tensorboard/` in
+# the cell's folder.
+#
 # `plugins` names modules to import before anything else: modules that register a sequence, model, method or column
 # of their own (`nbs/16_custom.ipynb`), so that `column` and `method` can name them. The kernel runs in `nbs/`, so a
 # plugin must be installed or on `PYTHONPATH` (`experiments/run_table.py --plugins` arranges that for a module it can
@@ -27,6 +30,7 @@ output = None  # folder for numbers.json; None: a temporary folder
 data_dir = None  # None: bcl's data folder (smoke: a folder under `output`)
 progress = False
 plugins = []  # modules to import first: their registrations (bcl.plan.register_column, ...) run
+loggers = []  # "csv", "tensorboard": learning curves in `output` (log.csv, tensorboard/); progress.json always
 
 # %%
 import importlib
@@ -61,7 +65,13 @@ for stale in sorted(folder.glob("checkpoint*.npz")):
 print(json.dumps(params))
 
 # %%
-numbers = run_cell(params, data_dir=data_dir, checkpoint=checkpoint, progress=progress)
+from bcl.loggers import make_loggers
+hooks = make_loggers(loggers, folder)  # and a progress.json the batch's driver reads after every task
+try:
+    numbers = run_cell(params, data_dir=data_dir, checkpoint=checkpoint, progress=progress, after_task=hooks)
+finally:
+    for hook in hooks:
+        hook.close()
 write_cell(folder, numbers)
 checkpoint.unlink(missing_ok=True)
 faa = numbers["final_average_accuracy"]
