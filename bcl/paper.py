@@ -9,28 +9,40 @@ import re
 from typing import Callable, NamedTuple, Sequence
 
 # %% auto #0
-__all__ = ['METHODS', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS', 'USER_METHODS', 'SETUPS',
-           'USER_SETUPS', 'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE', 'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS',
-           'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP', 'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS',
-           'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo', 'UserMethod', 'method_name', 'method_names',
-           'register_method', 'method_label', 'Setup', 'setup', 'map_settings', 'svi_settings', 'check_setup',
-           'register_setup', 'SequenceSetup', 'sequence_setup', 'Column', 'faa_column']
+__all__ = ['METHODS', 'METHOD_INFO', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS',
+           'USER_METHODS', 'SETUPS', 'USER_SETUPS', 'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE', 'N_COMPONENTS',
+           'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP', 'SEQUENCE_SETUPS',
+           'FAA_COLUMNS', 'FAA_COLUMN_KEYS', 'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo', 'UserMethod',
+           'method_name', 'method_info', 'method_names', 'register_method', 'method_label', 'Setup', 'setup',
+           'map_settings', 'svi_settings', 'check_setup', 'register_setup', 'SequenceSetup', 'sequence_setup', 'Column',
+           'faa_column']
 
 # %% ../nbs/00a_paper.ipynb #4c8eb6e9
 class MethodInfo(NamedTuple):
-    "A method of the paper: canonical `name`, the paper's `label`, and its `family` ('map', 'svi' or 'hmc')."
+    """A method of the paper: canonical `name`, the paper's `label`, and its parts. `kind` is "map", "variational" or
+    "hmc"; a variational method is named by its three parts (Section 3), here fields: `focus` ("prior" for P-,
+    "likelihood" for L-), `family` ("gaussian" for G, "mixture" for GM) and `space` ("parameter" for VCL,
+    "function" for SFSVI). Code reads these fields; it never parses a method's name."""
     name: str
     label: str
-    family: str
+    kind: str
+    focus: str | None = None
+    family: str | None = None
+    space: str | None = None
 
-_SVI_LABELS = ("P-G-VCL", "L-G-VCL", "P-GM-VCL", "L-GM-VCL", "P-G-SFSVI", "L-G-SFSVI", "P-GM-SFSVI", "L-GM-SFSVI")
+_FOCUS, _FAMILY, _SPACE = {"P": "prior", "L": "likelihood"}, {"G": "gaussian", "GM": "mixture"}, \
+    {"VCL": "parameter", "SFSVI": "function"}
+_SVI_PARTS = (("P", "G", "VCL"), ("L", "G", "VCL"), ("P", "GM", "VCL"), ("L", "GM", "VCL"),
+              ("P", "G", "SFSVI"), ("L", "G", "SFSVI"), ("P", "GM", "SFSVI"), ("L", "GM", "SFSVI"))
 METHODS = (MethodInfo("joint", "Joint MAP training", "map"), MethodInfo("finetuning", "Fine-tuning", "map"),
            MethodInfo("ewc", "EWC", "map"), MethodInfo("si", "SI", "map"), MethodInfo("er", "ER", "map"),
-           *(MethodInfo(label.lower(), label, "svi") for label in _SVI_LABELS),
+           *(MethodInfo("-".join(p).lower(), "-".join(p), "variational", _FOCUS[p[0]], _FAMILY[p[1]], _SPACE[p[2]])
+             for p in _SVI_PARTS),
            MethodInfo("hmc", "Joint HMC-NUTS", "hmc"))
-METHOD_NAMES = tuple(m.name for m in METHODS)
-MAP_METHODS = tuple(m.name for m in METHODS if m.family == "map")
-SVI_METHODS = tuple(m.name for m in METHODS if m.family == "svi")
+METHOD_INFO = {m.name: m for m in METHODS}
+METHOD_NAMES = tuple(METHOD_INFO)
+MAP_METHODS = tuple(m.name for m in METHODS if m.kind == "map")
+SVI_METHODS = tuple(m.name for m in METHODS if m.kind == "variational")
 TABLE_METHODS = MAP_METHODS + SVI_METHODS  # the 13 rows of Table faa, in the paper's order
 METHOD_LABELS = {m.name: m.label for m in METHODS}
 _ALIASES = {"jointmap": "joint", "jointmaptraining": "joint", "hmcnuts": "hmc", "jointhmcnuts": "hmc",
@@ -63,6 +75,13 @@ def method_name(name: str) -> str:
         raise ValueError(f"Unknown method {name!r}.{did_you_mean(name, METHOD_NAMES + tuple(USER_METHODS))} Valid "
                          f"names (any letter case): {_valid_names()}; add your own with bcl.paper.register_method.")
     return canonical
+
+def method_info(name: str) -> MethodInfo:
+    "The paper's `MethodInfo` of method `name` (any spelling `method_name` accepts); `ValueError` for a registered one."
+    canonical = method_name(name)
+    if canonical not in METHOD_INFO:
+        raise ValueError(f"{name!r} is a registered method, not one of the paper's; its parts are its own build function's.")
+    return METHOD_INFO[canonical]
 
 def method_names(names: Sequence[str]) -> list[str]:
     "Canonical names of a non-empty list of methods, each listed once."
