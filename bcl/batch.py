@@ -19,6 +19,7 @@ from typing import Sequence
 from .cli import KERNEL, KERNEL_ARGUMENTS, _packaged, ensure_kernel, load_parameters, template_path
 from .core import atomic_write_json, project_root, results_dir
 from .loggers import PROGRESS_FILE, read_progress
+from .plan import PROFILES, SCHEDULES, CellPlan, CellSpec, check_profile, plan_cell
 
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
@@ -88,23 +89,25 @@ def select_cells(filters: list[str] | None, subset: str | None, target: str = "f
 
 # %% ../nbs/15b_batch.ipynb #0a5a1be1
 class Cell:
-    "One cell of the batch: its parameters, folder, content hash and state before the run."
-    def __init__(self, column, method, profile, seeds, schedule, root: Path, data_dir, plugins=(), epochs=None):
-        from bcl.plan import cell_hash, cell_parameters, missing_data, plan_cell
-        self.params = cell_parameters(column, method, profile, seeds, schedule=schedule, plugins=plugins,
-                                      epochs=epochs)
-        self.plan = plan_cell(column, method, profile)
-        self.folder = root / column / self.params["method"]
+    "One cell of the batch: its plan (`bcl.plan.plan_cell`, made once), folder, content hash and state before the run."
+    def __init__(self, plan: CellPlan, root: Path, data_dir):
+        from bcl.plan import cell_hash, missing_data
+        self.plan = plan
+        self.folder = root / plan.column.key / plan.method
         self.data_dir = data_dir
-        self.missing = missing_data(self.plan, data_dir)
-        self.hash = None if self.missing else cell_hash(self.params, data_dir)
+        self.missing = missing_data(plan, data_dir)
+        self.hash = None if self.missing else cell_hash(plan, data_dir)
         self.problems: list[str] | None = None  # set by check_cells: what stops the cell from training on its data
         self.n_train: list[int] | None = None
         self.unchecked: str | None = None
 
     @property
+    def spec(self) -> CellSpec:
+        return self.plan.spec
+
+    @property
     def name(self) -> str:
-        return f"{self.params['column']}/{self.params['method']}"
+        return f"{self.plan.column.key}/{self.plan.method}"
 
     def finished(self) -> bool:
         from bcl.table import read_cell
@@ -122,7 +125,7 @@ def check_cells(cells: list[Cell], data_dir: str | None = None) -> float:
         groups.setdefault((cell.plan.sequence, cell.plan.profile), []).append(cell)
     for group in groups.values():
         try:
-            sequence = check_sequence_for(group[0].params, data_dir)
+            sequence = check_sequence_for(group[0].plan, data_dir)
         except Exception as error:  # the cells report it themselves when they run
             for cell in group:
                 cell.unchecked = f"{group[0].plan.sequence} could not be loaded here ({type(error).__name__}: {error})"
@@ -130,7 +133,7 @@ def check_cells(cells: list[Cell], data_dir: str | None = None) -> float:
         for cell in group:
             cell.n_train = [len(task.train.ys) for task in sequence.tasks]
             try:
-                cell.problems = cell_problems(cell.params, sequence)
+                cell.problems = cell_problems(cell.plan, sequence)
             except Exception as error:  # e.g. a registered method's build failing otherwise: the cell will say
                 cell.unchecked = f"{type(error).__name__}: {error}"
         del sequence
@@ -157,7 +160,7 @@ def dry_run_table(cells: list[Cell], done: list[Cell] = ()) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/15b_batch.ipynb #445eac42
-def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
+def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
                   plugin_folder: str | None = None, loggers: Sequence[str] = ()) -> dict:
     """A Dask task: execute the table-cell template for one cell; on failure record error.json. Runs on a worker.
     `gpu_share`: (GPUs, workers) of a LocalCluster on a GPU machine; this worker then gets one GPU (and its share of
@@ -170,16 +173,16 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tu
         from distributed import get_worker
         from bcl.devices import pin_environment
         os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
-    kill_hook(params)
-    stall_hook(params)
+    name = f"{parameters['column']}/{parameters['method']}"
+    kill_hook(name)
+    stall_hook(name)
     from bcl.sequence import enable_compilation_cache
     enable_compilation_cache()  # in the worker, so that the cell's kernel inherits it
     template = template_path(TABLE_TEMPLATE)
-    name = f"{params['column']}/{params['method']}"
     start = time.perf_counter()
-    try:
+    try:  # the cell as the template's parameters, rebuilt and validated there by CellSpec.from_parameters
         pm.execute_notebook(str(template), str(folder_path / template.name),
-                            parameters=params | {"output": str(folder_path), "data_dir": data_dir, "loggers": list(loggers)},
+                            parameters=parameters | {"output": str(folder_path), "data_dir": data_dir, "loggers": list(loggers)},
                             kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
                             extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:  # recorded, and the batch goes on
@@ -192,44 +195,45 @@ def run_cell_task(params: dict, folder: str, data_dir: str | None, gpu_share: tu
     return {"status": "done", "cell": name, "wall_s": time.perf_counter() - start,
             "final_average_accuracy": numbers["final_average_accuracy"]["mean"]}
 
-def kill_hook(params: dict) -> None:
+def kill_hook(cell_name: str) -> None:
     "Fault injection for tests: BCL_TABLE_KILL_ONCE=COLUMN/METHOD:MARKER kills this worker once, mid-cell."
     spec = os.environ.get("BCL_TABLE_KILL_ONCE")
     if not spec:
         return
     cell, marker = spec.split(":", 1)
-    if cell == f"{params['column']}/{params['method']}" and not Path(marker).exists():
+    if cell == cell_name and not Path(marker).exists():
         Path(marker).write_text(str(os.getpid()))
         import signal
         os.kill(os.getpid(), signal.SIGKILL)
 
-def stall_hook(params: dict) -> None:
+def stall_hook(cell_name: str) -> None:
     """Fault injection for tests: BCL_TABLE_STALL_ONCE=COLUMN/METHOD:MARKER:SECONDS makes this cell wait SECONDS once
     before it starts (a job then outlives its walltime; the rerun does not wait)."""
     spec = os.environ.get("BCL_TABLE_STALL_ONCE")
     if not spec:
         return
     cell, marker, seconds = spec.rsplit(":", 2)
-    if cell == f"{params['column']}/{params['method']}" and not Path(marker).exists():
+    if cell == cell_name and not Path(marker).exists():
         Path(marker).write_text(str(os.getpid()))
         time.sleep(float(seconds))
 
-def prepare_task(cells_params: list[dict], data_dir: str | None, plugin_folder: str | None = None) -> str:
+def prepare_task(cells_parameters: list[dict], data_dir: str | None, plugin_folder: str | None = None) -> str:
     "A Dask task: load the sequences of cells that share one extractor, so it is pre-trained once, not per cell."
     from bcl.plan import import_plugins
     use_plugin_folder(plugin_folder)
     from bcl.table import load_cell_sequence
-    for params in cells_params:
-        import_plugins(params.get("plugins", []))
-        load_cell_sequence(params, data_dir)
-    return ", ".join(f"{p['column']}/{p['method']}" for p in cells_params)
+    for parameters in cells_parameters:
+        import_plugins(parameters.get("plugins", []))  # before the names they register are read
+        load_cell_sequence(plan_cell(CellSpec.from_parameters(parameters)), data_dir)
+    return ", ".join(f"{p['column']}/{p['method']}" for p in cells_parameters)
 
 def prepare_groups(cells: list[Cell]) -> list[list[dict]]:
-    "One cell per target sequence, grouped by pre-training task (each group is prepared by one task, in order)."
+    """One cell per target sequence, grouped by pre-training task (each group is prepared by one task, in order); each
+    cell as its parameters (`CellSpec.parameters`), plain data that a scheduler without bcl can pass on."""
     groups: dict[str, dict[str, dict]] = {}
     for cell in cells:
         if cell.plan.pretraining:
-            groups.setdefault(cell.plan.pretraining, {}).setdefault(cell.plan.sequence, cell.params)
+            groups.setdefault(cell.plan.pretraining, {}).setdefault(cell.plan.sequence, cell.spec.parameters())
     return [list(targets.values()) for targets in groups.values()]
 
 # %% ../nbs/15b_batch.ipynb #7c1eda4b
@@ -372,12 +376,11 @@ def positive_int(text: str) -> int:
 
 def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     "The command line of the batch."
-    from bcl.plan import SCHEDULES
     parser = argparse.ArgumentParser(prog=prog, description="Regenerate Table faa and the visualisation figures as "
                                      "papermill runs on Dask (bcl.batch, nbs/15b_batch.ipynb).")
     parser.add_argument("target", type=str.lower, choices=TARGETS, nargs="?")
     parser.add_argument("--list", action="store_true", help="list the columns and methods by name and exit")
-    parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
+    parser.add_argument("--profile", type=str.lower, default="offline", choices=tuple(PROFILES))
     parser.add_argument("--cells", nargs="*", help="shell patterns on COLUMN/METHOD")
     parser.add_argument("--subset", choices=("representative",), help="one cell per column and per method")
     parser.add_argument("--seeds", type=positive_int, default=None, help="seeds 0..N-1 (default 5; smoke 2)")
@@ -415,9 +418,10 @@ def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: 
                 print(f"preparation failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
     for c in todo:  # a progress file of an earlier run would be read as this one's
         (c.folder / PROGRESS_FILE).unlink(missing_ok=True)
-    futures = [client.submit(run_cell_task, c.params, str(c.folder), data_dir, gpu_share, plugin_folder,
+    # a cell crosses to the workers as its parameters: plain data, which a scheduler without bcl can pass on
+    futures = [client.submit(run_cell_task, c.spec.parameters(), str(c.folder), data_dir, gpu_share, plugin_folder,
                              getattr(args, "logger", []), pure=False,
-                             key=f"cell-{c.params['column']}-{c.params['method']}-{c.hash}") for c in todo]
+                             key=f"cell-{c.spec.column}-{c.spec.method}-{c.hash}") for c in todo]
     futures += [client.submit(run_visualisation_task, files,
                               str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")), pure=False)
                 for files in visualisations]
@@ -485,7 +489,7 @@ def _report(results: list, args, seeds: list, root: Path, wall_s: float) -> int:
 def _record_blocked(cell: Cell) -> dict:
     "A cell that `check_cells` stopped: its `error.json`, as a cell that failed while running writes it, and its outcome."
     from bcl.table import cell_error
-    record = {"cell": cell.name, "type": "ValueError", "message": cell_error(cell.params, cell.problems),
+    record = {"cell": cell.name, "type": "ValueError", "message": cell_error(cell.plan, cell.problems),
               "traceback": "", "wall_s": 0.0, "stage": "checked before the run"}
     cell.folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(cell.folder / "error.json", record)
@@ -521,17 +525,20 @@ def _table_main(args) -> int:
         print(list_names(args.target))
         return 0
     out = Path(args.out) if args.out else results_dir() / "table"
-    root = profile_folder(out.resolve(), args.profile, args.schedule)
-    seeds = list(range(args.seeds if args.seeds is not None else (2 if args.profile == "smoke" else 5)))
-    data_dir = args.data_dir or (str(root / "smoke-data") if args.profile == "smoke" else None)
+    profile = check_profile(args.profile)
+    root = profile_folder(out.resolve(), profile, args.schedule)
+    seeds = list(range(args.seeds if args.seeds is not None else profile.seeds))
+    data_dir = args.data_dir or (str(root / "smoke-data") if profile.mock_data else None)
     start = time.perf_counter()
     cells = []
     if args.target in ("faa", "all", "custom"):
-        cells = [Cell(c, m, args.profile, seeds, args.schedule, root, data_dir, args.plugins, args.epochs)
+        cells = [Cell(plan_cell(c, m, profile, seeds, schedule=args.schedule, plugins=args.plugins, epochs=args.epochs),
+                      root, data_dir)
                  for c, m in select_cells(args.cells, args.subset, "custom" if args.target == "custom" else "faa")]
     missing = sorted({line for cell in cells for line in cell.missing})
-    if args.profile == "paper" and missing:
-        print("The paper profile needs data that is not on this machine:\n  " + "\n  ".join(missing), file=sys.stderr)
+    if profile.strict and missing:
+        print(f"The {profile.name} profile needs data that is not on this machine:\n  " + "\n  ".join(missing),
+              file=sys.stderr)
         print("Get it as described, or run --profile offline.", file=sys.stderr)
         return 2
     absent = [c for c in cells if c.missing]

@@ -162,10 +162,10 @@ def ledger_main(argv: list[str] | None = None) -> int:
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
     from bcl.ledger import SCHEDULE_LABELS, ledger_entries, read_explanations, write_ledger
-    from bcl.plan import SCHEDULES, run_name
+    from bcl.plan import SCHEDULES, check_profile, run_name
     name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
-    smoke = args.profile == "smoke"  # mock data: its ledger stays with its results, out of the tracked folders
+    smoke = check_profile(args.profile).mock_data  # mock data: its ledger stays with its results, out of the tracked folders
     tables = Path(args.tables) if args.tables else batch if smoke else project_root() / "experiments" / "tables"
     if not batch.exists() and (args.drop_previous or not (tables / f"faa_{name}.json").exists()):
         print(f"No batch folder {batch}: run experiments/run_table.py faa --profile {args.profile} first.",

@@ -19,8 +19,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_dir', 'tree_size', 'tree_sum', 'tree_vdot',
            'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'check_same_structure',
-           'check_positive', 'assert_trees_allclose', 'did_you_mean', 'named_keys', 'atomic_write_bytes',
-           'atomic_write_json', 'Split', 'Task', 'TaskSequence']
+           'check_positive', 'assert_trees_allclose', 'did_you_mean', 'check_choice', 'named_keys',
+           'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task', 'TaskSequence']
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
@@ -163,6 +163,15 @@ def did_you_mean(name, choices) -> str:
     lowered = {str(c).lower(): str(c) for c in choices}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
     return f" Did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
+
+def check_choice(name: str, value, choices, hint: str = ""):
+    """`value` if it is one of `choices` (any letter case for a string; returned as the choice is spelt), else
+    `ValueError` naming `name`, every choice and the closest ones, then `hint`. Every "must be one of" check uses it."""
+    for choice in choices:
+        if value == choice or (isinstance(value, str) and isinstance(choice, str) and value.lower() == choice.lower()):
+            return choice
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}."
+                     f"{did_you_mean(value, choices)}{hint}")
 
 # %% ../nbs/00_core.ipynb #7d3bc100
 def named_keys(key: jax.Array, *names: str) -> dict[str, jax.Array]:

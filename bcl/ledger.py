@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_LABELS, SVI_METHODS, TABLE_METHODS
+from .paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI_METHODS, TABLE_METHODS, faa_column
 
 # %% auto #0
 __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', 'NEEDS_GPU_HOURS', 'SUBSTITUTE_STATUSES',
@@ -77,6 +77,14 @@ def entry_from_numbers(numbers: dict) -> Entry:
                  numbers.get("substitute") or "", numbers.get("provenance", {}).get("bcl_code") or "")
 
 # %% ../nbs/14_ledger.ipynb #49e2be74
+def _recorded_profile(folder: Path) -> str:
+    "The profile a batch folder recorded (its `batch.json`), else the one its name says (`bcl.plan.run_of`)."
+    from bcl.plan import run_of
+    try:
+        return json.loads((folder / "batch.json").read_text())["profile"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return run_of(folder.name)[0].name
+
 def collect(folder: str | os.PathLike, profile: str | None = None,
             projection: dict | None = None, kept: dict | None = None) -> dict[tuple[str, str], Entry]:
     """Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile);
@@ -85,7 +93,7 @@ def collect(folder: str | os.PathLike, profile: str | None = None,
     from bcl.plan import missing_data, plan_cell
     from bcl.table import read_cell
     folder = Path(folder)
-    profile = profile or folder.name.split("-")[0]
+    profile = profile or _recorded_profile(folder)
     absent = {}
     for column in FAA_COLUMNS:
         missing = missing_data(plan_cell(column, TABLE_METHODS[0], profile))
@@ -136,12 +144,18 @@ def _error_note(path: Path) -> str:
         return "error.json unreadable"
 
 # %% ../nbs/14_ledger.ipynb #2c65e501
+def _variational(focus: str, family: str, space: str) -> str:
+    "The variational method of the paper with these parts (`bcl.paper.MethodInfo`)."
+    return next(m.name for m in METHOD_INFO.values() if (m.focus, m.family, m.space) == (focus, family, space))
+
 def _pairs(column_key: str) -> dict[str, list[tuple[str, str]]]:
     "The orderings that apply to a column, as (should be ≥, than) pairs of methods."
-    pairs = {"L ≥ P": [(f"l-{k}-{s}", f"p-{k}-{s}") for k in ("g", "gm") for s in ("vcl", "sfsvi")],
+    families, spaces = ("gaussian", "mixture"), ("parameter", "function")
+    pairs = {"L ≥ P": [(_variational("likelihood", k, s), _variational("prior", k, s)) for k in families for s in spaces],
              "L-GM-SFSVI best or tied": [("l-gm-sfsvi", m) for m in SVI_METHODS if m != "l-gm-sfsvi"]}
-    if not column_key.endswith("-fe"):
-        pairs["SFSVI ≥ VCL"] = [(f"{f}-{k}-sfsvi", f"{f}-{k}-vcl") for f in ("p", "l") for k in ("g", "gm")]
+    if faa_column(column_key).pretraining is None:  # the columns without an extractor
+        pairs["SFSVI ≥ VCL"] = [(_variational(f, k, "function"), _variational(f, k, "parameter"))
+                                for f in ("prior", "likelihood") for k in families]
     return pairs
 
 def _holds(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -312,7 +326,7 @@ def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
     return "\n".join(lines) + "\n"
 
 # %% ../nbs/14_ledger.ipynb #40c3c358
-UNCHANGED_BY_MATCHING = ("p-g-sfsvi", "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi")  # KL weights B/(tC), B/M: no N_t
+UNCHANGED_BY_MATCHING = tuple(m for m in SVI_METHODS if METHOD_INFO[m].space == "function")  # KL weights B/(tC), B/M: no N_t
 _MATCHED_BASE = {"matched": "epochs", "steps-matched": "steps"}  # what a matched schedule leaves unchanged
 
 def schedule_value(ledgers: dict, schedule: str, column: str, method: str) -> Entry | None:

@@ -9,15 +9,17 @@ import functools
 import importlib
 import json
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Literal, NamedTuple, Sequence
 
-from .paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, Column, SequenceSetup, faa_column, method_name
+from .core import check_choice
+from .paper import (FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, Column, MethodInfo, SequenceSetup,
+                       faa_column, method_name)
 
 # %% auto #0
-__all__ = ['USER_COLUMNS', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING', 'COMPONENT_NOISE', 'PAPER_TRAIN_POINTS',
-           'SCHEDULES', 'SMOKE', 'table_column', 'register_column', 'CellPlan', 'check_profile', 'plan_cell',
-           'data_inputs', 'missing_data', 'Schedule', 'check_schedule', 'run_name', 'cell_parameters', 'import_plugins',
-           'plugin_versions', 'data_manifest', 'cell_hash']
+__all__ = ['USER_COLUMNS', 'ProfileName', 'ScheduleName', 'SMOKE', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING',
+           'SCHEDULES', 'PAPER_TRAIN_POINTS', 'table_column', 'register_column', 'SmallRun', 'Profile', 'Schedule',
+           'check_profile', 'check_schedule', 'CellSpec', 'cell_spec', 'CellPlan', 'plan_cell', 'data_inputs',
+           'missing_data', 'run_name', 'run_of', 'import_plugins', 'plugin_versions', 'data_manifest', 'cell_hash']
 
 # %% ../nbs/12b_plan.ipynb #88d0b480
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
@@ -66,52 +68,147 @@ def register_column(key: str, label: str, sequence: str, setup: SequenceSetup, *
     if not isinstance(setup.model, str) or setup.model.lower() not in model_names():
         raise ValueError(f"Unknown model {setup.model!r} in the setup of column {key!r}; choose one of "
                          f"{', '.join(model_names())} or register it first (bcl.models.register_model).")
-    if setup.conv_impl not in CONV_IMPLS:
-        raise ValueError(f"conv_impl must be one of {CONV_IMPLS}, got {setup.conv_impl!r}.")
+    check_choice("conv_impl", setup.conv_impl, CONV_IMPLS)
     column = Column(key.lower(), "custom", str(label), sequence_spec(sequence).name, None,
                     setup._replace(setup=setup.setup.lower(), model=setup.model.lower()))
     USER_COLUMNS[column.key] = column
     return column
 
 # %% ../nbs/12b_plan.ipynb #98e3d4a3
-PROFILES = ("paper", "offline", "smoke")
+ProfileName = Literal["paper", "offline", "smoke"]
+ScheduleName = Literal["epochs", "steps", "matched", "steps-matched"]
+
+class SmallRun(NamedTuple):
+    "The sizes of a profile on mock data (smoke): it checks the path in seconds, not the numbers."
+    epochs: int = 1  # per task, unless the cell overrides them
+    batch_size: int = 4  # batch, coreset and replay batches (at most the smallest task)
+    n_inducing: int = 8
+    sample_size: int = 2
+    predict_sample_size: int = 2
+    mock_examples: int = 3000  # examples per split of tfds's mock data
+    points: int = 16  # every split cut to its first `points` examples
+    pretrain_examples: int = 48  # the extractor's pre-training
+    pretrain_epochs: int = 1
+
+SMOKE = SmallRun()
+
+class Profile(NamedTuple):
+    "A profile: which data a cell reads and how big it runs. Code reads these fields, never the profile's name."
+    name: ProfileName
+    seeds: int  # seeds 0..seeds-1 of a batch unless --seeds says otherwise
+    component_noise: str  # the GM methods' mixture sampler (bcl.mixture.COMPONENT_NOISE)
+    substitutes: bool  # MNIST-5k and the Fashion-MNIST extractor instead of the paper's data (OFFLINE_SEQUENCES ...)
+    small: SmallRun | None = None  # mock data (tfds's mock, fake ISIC archives) shrunk to these sizes; None: real data
+    strict: bool = False  # a batch stops when a cell's data is missing (else it runs the others and says which)
+
+    @property
+    def mock_data(self) -> bool:
+        return self.small is not None
+
+PROFILES: dict[str, Profile] = {"paper": Profile("paper", 5, "independent", False, strict=True),
+                                "offline": Profile("offline", 5, "collapsed", True),
+                                "smoke": Profile("smoke", 2, "collapsed", False, SMOKE)}
 OFFLINE_SEQUENCES = {"cisplitmnist": "cisplitmnist5k", "displitmnist": "displitmnist5k"}
 OFFLINE_PRETRAINING = {"emnistletters": "fashionmnist"}
-COMPONENT_NOISE = {"paper": "independent", "offline": "collapsed", "smoke": "collapsed"}
 
-class CellPlan(NamedTuple):
-    "What a cell runs: the sequence and pre-training task to load, the setup, and what replaces the paper's data."
-    column: Column
-    method: str
-    profile: str
-    sequence: str
-    pretraining: str | None
-    substitute: str | None
+class Schedule(NamedTuple):
+    "How a cell scales its training to the paper's data size: optimiser steps per task, and the per-batch prior terms."
+    name: ScheduleName
+    paper_steps: bool  # the setup's epochs times (the paper's training points / ours): the paper's steps per task
+    paper_weights: bool  # prior, KL and penalty terms per batch as for a task of the paper's size (Training.data_scale)
 
-def check_profile(profile: str) -> str:
-    "The profile in lower case; `ValueError` if unknown."
-    if not isinstance(profile, str) or profile.lower() not in PROFILES:
-        raise ValueError(f"Unknown profile {profile!r}; choose one of {', '.join(PROFILES)}.")
-    return profile.lower()
+SCHEDULES = {s.name: s for s in (Schedule("epochs", False, False), Schedule("steps", True, False),
+                                 Schedule("matched", False, True), Schedule("steps-matched", True, True))}
 
-def plan_cell(column: str | Column, method: str, profile: str) -> CellPlan:
-    "The plan of one cell (a column of Table faa or a registered one, any letter case) under `profile`."
-    column = column if isinstance(column, Column) else table_column(column)
+def check_profile(profile: str | Profile) -> Profile:
+    "The `Profile` called `profile` (any letter case); `ValueError` naming the choices."
+    return profile if isinstance(profile, Profile) else PROFILES[check_choice("profile", profile, tuple(PROFILES))]
+
+def check_schedule(schedule: str | Schedule) -> Schedule:
+    "The `Schedule` called `schedule`; `ValueError` naming the choices."
+    return schedule if isinstance(schedule, Schedule) else SCHEDULES[check_choice("schedule", schedule, tuple(SCHEDULES))]
+
+class CellSpec(NamedTuple):
+    """One cell, validated and canonical (build it with `cell_spec`): what the user asks for. It crosses the papermill
+    boundary as a dict (`parameters`, the template's parameter names) and is rebuilt there by `from_parameters`."""
+    column: str  # canonical key
+    method: str  # canonical name
+    profile: ProfileName
+    seeds: tuple[int, ...]
+    schedule: ScheduleName
+    component_noise: str
+    epochs: int | None  # None: the setup's (or the schedule's, or the small run's)
+    plugins: tuple[str, ...] = ()
+
+    def parameters(self) -> dict:
+        "The template's parameters (and what the content hash covers): no `plugins` key without plugins."
+        plugins = {"plugins": list(self.plugins)} if self.plugins else {}  # the paper's cells keep their hash
+        return {"column": self.column, "method": self.method, "profile": self.profile, "seeds": list(self.seeds),
+                "schedule": self.schedule, "component_noise": self.component_noise, "epochs": self.epochs, **plugins}
+
+    @classmethod
+    def from_parameters(cls, parameters: dict) -> CellSpec:
+        "The cell of a parameter dict (`parameters`, the template's), validated once by `cell_spec`."
+        names = ("column", "method", "profile", "seeds", "schedule", "component_noise", "epochs", "plugins")
+        unknown = sorted(set(parameters) - set(names))
+        if unknown:
+            raise ValueError(f"Unknown cell parameters {unknown}; a cell takes {', '.join(names)}.")
+        return cell_spec(**parameters)
+
+def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
+              schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None,
+              plugins: Sequence[str] = ()) -> CellSpec:
+    "The one validation of a cell: canonical names, seeds, schedule, mixture sampler (default: the profile's), epochs, plugins."
+    from bcl.mixture import COMPONENT_NOISE
+    column = (column if isinstance(column, Column) else table_column(column)).key
     method, profile = method_name(method), check_profile(profile)
     if method not in TABLE_METHODS and method not in USER_METHODS:
         raise ValueError(f"{method!r} is not a method of Table faa; choose one of {', '.join(TABLE_METHODS)} or a "
                          "registered one (bcl.paper.register_method).")
+    if not isinstance(seeds, (list, tuple)) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
+                                                                 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be a non-empty list of distinct non-negative integers, got {seeds!r}.")
+    schedule = check_schedule(schedule).name
+    noise = check_choice("component_noise", profile.component_noise if component_noise is None else component_noise,
+                         COMPONENT_NOISE)
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise ValueError(f"epochs must be a positive integer or None (the paper's), got {epochs!r}.")
+    if isinstance(plugins, str) or not all(isinstance(m, str) and m for m in plugins):
+        raise ValueError(f"plugins must be a list of importable module names, e.g. ['my_plugin'], got {plugins!r}.")
+    return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins))
+
+class CellPlan(NamedTuple):
+    """A cell planned once: its spec and everything read from it. Data loading, hashing, settings and the run take
+    this, and read its fields: no name is looked up or parsed again."""
+    spec: CellSpec
+    column: Column
+    method: str  # canonical name
+    info: MethodInfo | None  # the paper's method's parts (kind, focus, family, space); None for a registered method
+    profile: Profile
+    schedule: Schedule
+    sequence: str  # the sequence to load (the profile's substitute, if any)
+    pretraining: str | None  # the extractor's pre-training task, if any
+    substitute: str | None  # what replaces the paper's data, in words
+
+def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile: str | Profile | None = None,
+              seeds: Sequence[int] = (0, 1, 2, 3, 4), **options) -> CellPlan:
+    """The plan of one cell: a `CellSpec`, or the arguments of `cell_spec` (column, method, profile, seeds, schedule=,
+    component_noise=, epochs=, plugins=). Nothing is loaded."""
+    spec = cell if isinstance(cell, CellSpec) else cell_spec(cell, method, profile, seeds, **options)
+    column, profile = table_column(spec.column), PROFILES[spec.profile]
+    info = METHOD_INFO.get(spec.method)
     sequence, pretraining, notes = column.sequence, column.pretraining, []
-    if profile == "offline":
+    if profile.substitutes:
         if sequence in OFFLINE_SEQUENCES:
             sequence = OFFLINE_SEQUENCES[sequence]
             notes.append(f"{sequence} for {column.sequence}")
         if pretraining in OFFLINE_PRETRAINING:
             pretraining = OFFLINE_PRETRAINING[pretraining]
             notes.append(f"extractor pre-trained on {pretraining} instead of {column.pretraining}")
-    if profile == "smoke":
+    if profile.mock_data:
         notes.append("mock data")
-    return CellPlan(column, method, profile, sequence, pretraining, "; ".join(notes) or None)
+    return CellPlan(spec, column, spec.method, info, profile, SCHEDULES[spec.schedule], sequence, pretraining,
+                    "; ".join(notes) or None)
 
 # %% ../nbs/12b_plan.ipynb #ea5f2921
 def _instructions(name: str) -> str:
@@ -138,8 +235,8 @@ def data_inputs(name: str, data_dir: str | None = None) -> str | None:
     return None if inputs is None else json.dumps(inputs, sort_keys=True, default=str)
 
 def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
-    "What `plan` needs and this machine lacks, each with the way to get it (empty for the smoke profile)."
-    if plan.profile == "smoke":
+    "What `plan` needs and this machine lacks, each with the way to get it (empty for a profile on mock data)."
+    if plan.profile.mock_data:
         return []
     needed = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
     return [_instructions(name) for name in needed if data_inputs(name, data_dir) is None]
@@ -147,48 +244,20 @@ def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
 # %% ../nbs/12b_plan.ipynb #18aca57f
 PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,
                       "displitcifar8": 32_000}  # 80 % of the training set of the classes used (Appendix A)
-class Schedule(NamedTuple):
-    "How a cell scales its training to the paper's data size: optimiser steps per task, and the per-batch prior terms."
-    paper_steps: bool  # the setup's epochs times (the paper's training points / ours): the paper's steps per task
-    paper_weights: bool  # prior, KL and penalty terms per batch as for a task of the paper's size (Training.data_scale)
 
-SCHEDULES = {"epochs": Schedule(False, False), "steps": Schedule(True, False),
-             "matched": Schedule(False, True), "steps-matched": Schedule(True, True)}
-
-def check_schedule(schedule: str) -> Schedule:
-    "The `Schedule` called `schedule`; `ValueError` naming the choices."
-    if not isinstance(schedule, str) or schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {tuple(SCHEDULES)}, got {schedule!r}.")
-    return SCHEDULES[schedule]
-
-def run_name(profile: str, schedule: str) -> str:
+def run_name(profile: str | Profile, schedule: str | Schedule) -> str:
     "The name of a profile's batch folder and ledger: `<profile>` for the paper's epochs, else `<profile>-<schedule>`."
-    check_schedule(schedule)
-    return profile if schedule == "epochs" else f"{profile}-{schedule}"
-SMOKE = dict(epochs=1, batch_size=4, n_inducing=8, sample_size=2, predict_sample_size=2, mock_examples=3000, points=16,
-             pretrain_examples=48, pretrain_epochs=1)
+    profile, schedule = check_profile(profile), check_schedule(schedule)
+    return profile.name if schedule.name == "epochs" else f"{profile.name}-{schedule.name}"
 
-def cell_parameters(column: str, method: str, profile: str, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
-                    schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None,
-                    plugins: Sequence[str] = ()) -> dict:
-    "Validated, canonical parameters of one cell (the dict the template takes and the hash covers)."
-    plan = plan_cell(column, method, profile)
-    seeds = list(seeds) if isinstance(seeds, (list, tuple)) else seeds
-    if not isinstance(seeds, list) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
-                                                         for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be a non-empty list of distinct non-negative integers, got {seeds!r}.")
-    check_schedule(schedule)
-    from bcl.mixture import COMPONENT_NOISE as NOISES
-    noise = COMPONENT_NOISE[plan.profile] if component_noise is None else component_noise
-    if noise not in NOISES:
-        raise ValueError(f"component_noise must be one of {NOISES}, got {noise!r}.")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be a positive integer or None (the paper's), got {epochs!r}.")
-    if isinstance(plugins, str) or not all(isinstance(m, str) and m for m in plugins):
-        raise ValueError(f"plugins must be a list of importable module names, e.g. ['my_plugin'], got {plugins!r}.")
-    plugins = {"plugins": list(plugins)} if plugins else {}  # no key without plugins: the paper's cells keep their hash
-    return {"column": plan.column.key, "method": plan.method, "profile": plan.profile, "seeds": seeds,
-            "schedule": schedule, "component_noise": noise, "epochs": epochs, **plugins}
+def run_of(name: str) -> tuple[Profile, Schedule]:
+    "(profile, schedule) of a batch folder or ledger called `name` (the inverse of `run_name`); `ValueError` if none."
+    for profile in PROFILES.values():
+        for schedule in SCHEDULES.values():
+            if run_name(profile, schedule) == name:
+                return profile, schedule
+    raise ValueError(f"{name!r} is not the name of a batch folder (PROFILE or PROFILE-SCHEDULE, e.g. 'offline-steps'); "
+                     "pass the profile.")
 
 def import_plugins(plugins: Sequence[str]) -> list:
     "Import the modules `plugins` (their registrations run); `ValueError` saying where Python looked if one is missing."
@@ -217,25 +286,24 @@ def plugin_versions(plugins: Sequence[str]) -> dict[str, str]:
         versions[module.__name__] = digest.hexdigest()
     return versions
 
-def data_manifest(params: dict, data_dir: str | None = None) -> dict:
+def data_manifest(plan: CellPlan, data_dir: str | None = None) -> dict:
     "The fingerprint of everything a cell reads: sequence and pre-training inputs, or the mock-data recipe."
-    plan = plan_cell(params["column"], params["method"], params["profile"])
-    if plan.profile == "smoke":
+    if plan.profile.mock_data:
         import tensorflow_datasets as tfds
         registered = ({"inputs": json.loads(data_inputs(plan.sequence, data_dir) or "null")}
                       if plan.column.key in USER_COLUMNS else {})
-        return {"mock": {"tfds": tfds.__version__, **SMOKE}, "sequence": plan.sequence, "pretraining": plan.pretraining,
-                **registered}
+        return {"mock": {"tfds": tfds.__version__, **plan.profile.small._asdict()}, "sequence": plan.sequence,
+                "pretraining": plan.pretraining, **registered}
     names = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
     return {name: json.loads(data_inputs(name, data_dir) or "null") for name in names}
 
-def cell_hash(params: dict, data_dir: str | None = None) -> str:
-    """Content hash of (parameters, bcl code, data fingerprint, the source of the cell's plugins if any, and the
-    settings of its setup if it is a registered one)."""
+def cell_hash(plan: CellPlan, data_dir: str | None = None) -> str:
+    """Content hash of (the cell's parameters, bcl code, data fingerprint, the source of the cell's plugins if any, and
+    the settings of its setup if it is a registered one)."""
     from bcl.paper import USER_SETUPS
     from bcl.provenance import code_version, content_hash
-    plugins = {"plugins": plugin_versions(params["plugins"])} if params.get("plugins") else {}
-    name = table_column(params["column"]).setup.setup
+    plugins = {"plugins": plugin_versions(plan.spec.plugins)} if plan.spec.plugins else {}
+    name = plan.column.setup.setup
     setup = {"setup": USER_SETUPS[name]._asdict()} if name in USER_SETUPS else {}  # the paper's cells keep their hash
-    return content_hash({"parameters": params, "code": code_version(), "data": data_manifest(params, data_dir),
-                         **plugins, **setup})
+    return content_hash({"parameters": plan.spec.parameters(), "code": code_version(),
+                         "data": data_manifest(plan, data_dir), **plugins, **setup})

@@ -17,8 +17,7 @@ import numpy as np
 
 from .core import TaskSequence, atomic_write_json
 from .paper import FAA_PUBLISHED, TABLE_METHODS, USER_METHODS, map_settings, method_label, svi_settings
-from .plan import (PAPER_TRAIN_POINTS, SMOKE, CellPlan, cell_hash, cell_parameters, check_schedule, data_manifest,
-                      plan_cell, table_column)
+from .plan import PAPER_TRAIN_POINTS, CellPlan, CellSpec, SmallRun, cell_hash, data_manifest, plan_cell
 
 # %% auto #0
 __all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence',
@@ -45,7 +44,7 @@ def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_c
     return folder
 
 @contextmanager
-def smoke_data(data_dir: str | os.PathLike, names: Sequence[str]):
+def smoke_data(data_dir: str | os.PathLike, names: Sequence[str], mock_examples: int = 3000):
     "Fake HAM10000 and BCN20000 archives under `data_dir`, and mock tfds data while the block runs if `names` need it."
     import tensorflow_datasets as tfds
     from bcl.data import sequence_spec
@@ -55,14 +54,14 @@ def smoke_data(data_dir: str | os.PathLike, names: Sequence[str]):
         if not (Path(data_dir) / folder / "metadata.csv").exists():
             write_fake_isic(Path(data_dir) / folder, diagnoses)
     if any(sequence_spec(name).source.startswith("tensorflow-datasets") for name in names):
-        with tfds.testing.mock_data(num_examples=SMOKE["mock_examples"]):  # not around ISIC: tfds would mock it too
+        with tfds.testing.mock_data(num_examples=mock_examples):  # not around ISIC: tfds would mock it too
             yield
     else:
         yield
 
 # %% ../nbs/13_table.ipynb #79701f39
 def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
-    "Every split of every task cut to its first `points` examples (smoke runs)."
+    "Every split of every task cut to its first `points` examples (runs on mock data)."
     from bcl.core import Split
     def cut(split):
         return Split(np.asarray(split.xs)[:points], np.asarray(split.ys)[:points])
@@ -71,111 +70,111 @@ def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
 
 def _pretraining(plan: CellPlan):
     from bcl.features import pretraining_settings
-    if plan.profile == "smoke":
-        return pretraining_settings(plan.pretraining, epochs=SMOKE["pretrain_epochs"],
-                                    max_examples=SMOKE["pretrain_examples"])
+    small = plan.profile.small
+    if small is not None:
+        return pretraining_settings(plan.pretraining, epochs=small.pretrain_epochs, max_examples=small.pretrain_examples)
     return pretraining_settings(plan.pretraining)
 
-def load_cell_sequence(params: dict, data_dir: str | None = None, progress: bool = False) -> TaskSequence:
+def _load(plan: CellPlan, data_dir, names: list[str], load) -> TaskSequence:
+    "`load()` under the profile's mock data if it has some, shrunk to its sizes."
+    small = plan.profile.small
+    with nullcontext() if small is None else smoke_data(data_dir, names, small.mock_examples):
+        sequence = load()
+    return sequence if small is None else shrink_sequence(sequence, small.points)
+
+def load_cell_sequence(plan: CellPlan, data_dir: str | None = None, progress: bool = False) -> TaskSequence:
     "The task sequence a cell trains on (features of the frozen extractor for the columns of sub-table (a))."
     from bcl.data import load_sequence
     from bcl.features import feature_sequence
-    plan = plan_cell(params["column"], params["method"], params["profile"])
     names = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
-    context = smoke_data(data_dir, names) if plan.profile == "smoke" else nullcontext()
     features_dir = None if data_dir is None else Path(data_dir) / "features"
-    with context:
-        if plan.pretraining is None:
-            sequence = load_sequence(plan.sequence, data_dir)
-        else:
-            sequence = feature_sequence(plan.sequence, _pretraining(plan), cache_dir=features_dir,
-                                        data_dir=data_dir, progress=progress)
-    return shrink_sequence(sequence, SMOKE["points"]) if plan.profile == "smoke" else sequence
+    if plan.pretraining is None:
+        return _load(plan, data_dir, names, lambda: load_sequence(plan.sequence, data_dir))
+    return _load(plan, data_dir, names, lambda: feature_sequence(plan.sequence, _pretraining(plan), cache_dir=features_dir,
+                                                                 data_dir=data_dir, progress=progress))
 
 # %% ../nbs/13_table.ipynb #6c55218b
-def paper_and_our_points(params: dict, sequence: TaskSequence) -> tuple[int, int]:
+def paper_and_our_points(plan: CellPlan, sequence: TaskSequence) -> tuple[int, int]:
     "(the paper's training points, ours) of a cell's column: MNIST-5k (48,000, 3,200); `ValueError` if the paper's is unknown."
-    paper = PAPER_TRAIN_POINTS.get(table_column(params["column"]).sequence)
+    paper = PAPER_TRAIN_POINTS.get(plan.column.sequence)
     if paper is None:
-        raise ValueError(f"No paper training-set size for column {params['column']!r}, which schedule "
-                         f"{params['schedule']!r} needs; use schedule='epochs'.")
+        raise ValueError(f"No paper training-set size for column {plan.column.key!r}, which schedule "
+                         f"{plan.schedule.name!r} needs; use schedule='epochs'.")
     return paper, sum(len(task.train.ys) for task in sequence.tasks)
 
-def schedule_epochs(params: dict, sequence: TaskSequence, epochs: int) -> int:
-    """Epochs per task: the override's, else the smoke profile's (`SMOKE["epochs"]`), else the setup's, scaled to the
+def schedule_epochs(plan: CellPlan, sequence: TaskSequence, epochs: int) -> int:
+    """Epochs per task: the override's, else the small run's (`Profile.small`), else the setup's, scaled to the
     paper's optimiser steps for the schedules with `paper_steps` ('steps', 'steps-matched')."""
-    if params.get("epochs") is not None:
-        return params["epochs"]
-    if params["profile"] == "smoke":
-        return SMOKE["epochs"]
-    if not check_schedule(params["schedule"]).paper_steps:
+    if plan.spec.epochs is not None:
+        return plan.spec.epochs
+    if plan.profile.small is not None:
+        return plan.profile.small.epochs
+    if not plan.schedule.paper_steps:
         return epochs
-    paper, ours = paper_and_our_points(params, sequence)
+    paper, ours = paper_and_our_points(plan, sequence)
     return max(epochs, math.ceil(epochs * paper / ours))
 
-def schedule_data_scale(params: dict, sequence: TaskSequence) -> float:
+def schedule_data_scale(plan: CellPlan, sequence: TaskSequence) -> float:
     "`Training.data_scale` of a cell: 1, or the paper's training points over ours (at least 1) for 'matched' schedules."
-    if not check_schedule(params["schedule"]).paper_weights:
+    if not plan.schedule.paper_weights:
         return 1.0
-    paper, ours = paper_and_our_points(params, sequence)
+    paper, ours = paper_and_our_points(plan, sequence)
     return max(1.0, paper / ours)
 
 def _smallest_task(sequence: TaskSequence) -> int:
     return min(len(task.train.ys) for task in sequence.tasks)
 
-def cell_settings(params: dict, sequence: TaskSequence) -> tuple[dict, dict]:
-    "(model settings, method settings) of a cell: the paper's (a registered method: `map_settings`), or the smoke profile's small ones."
-    column = table_column(params["column"])
-    setup = column.setup
+def _shrink_settings(settings: dict, small: SmallRun, sequence: TaskSequence) -> dict:
+    "The settings of a run on mock data: batches, coreset and samples cut to the small run's sizes and the data."
+    batch = min(small.batch_size, _smallest_task(sequence))
+    settings |= {key: batch for key in ("batch_size", "coreset_batch", "er_batch") if key in settings}
+    if "coreset_size" in settings:
+        settings["coreset_size"] = _smallest_task(sequence)
+    return settings | {key: getattr(small, key) for key in ("n_inducing", "sample_size", "predict_sample_size")
+                       if key in settings}
+
+def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
+    "(model settings, method settings) of a cell: the paper's (a registered method: `map_settings`), or the small run's."
+    setup = plan.column.setup
     model = {"model": setup.model, "conv_impl": setup.conv_impl}
-    method = params["method"]
-    if method in svi_settings(setup.setup):
-        settings = dict(svi_settings(setup.setup)[method])
-        if params["method"].endswith("sfsvi"):
+    if plan.info is not None and plan.info.kind == "variational":
+        settings = dict(svi_settings(setup.setup)[plan.method])
+        if plan.info.space == "function":
             settings |= {"inducing_low": setup.inducing_low, "inducing_high": setup.inducing_high}
-        if "-gm-" in method:
-            settings["component_noise"] = params["component_noise"]
+        if plan.info.family == "mixture":
+            settings["component_noise"] = plan.spec.component_noise
     else:
         settings = map_settings(setup.setup)
-    settings["epochs"] = schedule_epochs(params, sequence, settings["epochs"])
-    if params["profile"] == "smoke":
-        small = min(SMOKE["batch_size"], _smallest_task(sequence))
-        for key in ("batch_size", "coreset_batch", "er_batch"):
-            if key in settings:
-                settings[key] = small
-        if "coreset_size" in settings:
-            settings["coreset_size"] = _smallest_task(sequence)
-        for key in ("n_inducing", "sample_size", "predict_sample_size"):
-            if key in settings:
-                settings[key] = SMOKE[key]
+    settings["epochs"] = schedule_epochs(plan, sequence, settings["epochs"])
+    if plan.profile.small is not None:
+        settings = _shrink_settings(settings, plan.profile.small, sequence)
     return model, settings
 
-def build_cell_method(params: dict, sequence: TaskSequence):
+def build_cell_method(plan: CellPlan, sequence: TaskSequence):
     "(method, hyperparameter grid, settings record) of a cell for `sequence`."
     from bcl.map import map_suite
     from bcl.models import make_model
     from bcl.svi import svi_method
     from bcl.train import output_units
-    model_settings, settings = cell_settings(params, sequence)
+    model_settings, settings = cell_settings(plan, sequence)
     model = make_model(model_settings["model"], output_units(sequence.likelihood, sequence.n_outputs),
                        sequence.input_shape, conv_impl=model_settings["conv_impl"])
-    method = params["method"]
-    if method in TABLE_METHODS[:5]:
-        method_obj, hyper = map_suite(model, sequence.likelihood, **settings)[method]
-    elif method in USER_METHODS:
-        built = USER_METHODS[method].build(model, sequence.likelihood, dict(settings))
+    if plan.info is None:  # a registered method builds itself
+        built = USER_METHODS[plan.method].build(model, sequence.likelihood, dict(settings))
         if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], dict)):
-            raise ValueError(f"The build function of method {method!r} returned {type(built).__name__}; it must "
+            raise ValueError(f"The build function of method {plan.method!r} returned {type(built).__name__}; it must "
                              "return (bcl.train.Method, hyperparameter grid dict), e.g. (method, {'learning_rate': [0.01]}).")
-        method_obj, hyper = built
+        method, hyper = built
+    elif plan.info.kind == "map":
+        method, hyper = map_suite(model, sequence.likelihood, **settings)[plan.method]
     else:
         kwargs = dict(settings)
         hyper = {"learning_rate": kwargs.pop("learning_rate")}
-        method_obj = svi_method(method, model, sequence.likelihood, **kwargs)
-    data_scale = schedule_data_scale(params, sequence)
+        method = svi_method(plan.method, model, sequence.likelihood, **kwargs)
+    data_scale = schedule_data_scale(plan, sequence)
     if data_scale != 1.0:
-        method_obj = method_obj.with_training(data_scale=data_scale)
-    return method_obj, hyper, {"model": model_settings, "method": settings, "data_scale": data_scale}
+        method = method.with_training(data_scale=data_scale)
+    return method, hyper, {"model": model_settings, "method": settings, "data_scale": data_scale}
 
 # %% ../nbs/13_table.ipynb #4e9cefaf
 SETUP_FIELDS = {"er": {"batch_size": "er_batch"}}  # method -> {its setting: the Setup field it comes from}, where they differ
@@ -187,42 +186,38 @@ def _source(column, method: str, setting: str) -> str:
     field = SETUP_FIELDS.get(method, {}).get(setting, setting)
     return f"{field} of setup {column.setup.setup!r}, used by column {column.key!r}"
 
-def cell_problems(params: dict, sequence: TaskSequence) -> list[str]:
-    """Why the cell `params` cannot train on `sequence` (empty if it can): the method's own refusal, or every problem of
+def cell_problems(plan: CellPlan, sequence: TaskSequence) -> list[str]:
+    """Why the cell `plan` cannot train on `sequence` (empty if it can): the method's own refusal, or every problem of
     `bcl.sequence.data_problems`, each naming the setting, the setup or column it comes from, and what to change."""
     from bcl.plan import USER_COLUMNS
     from bcl.sequence import data_problems
-    column = table_column(params["column"])
+    column = plan.column
     how = (" (a setup of your own: bcl.paper.register_setup(NAME, Setup(...)), named by the column's SequenceSetup)"
            if column.key in USER_COLUMNS else "")
     try:
-        method, _, _ = build_cell_method(params, sequence)
+        method, _, _ = build_cell_method(plan, sequence)
     except ValueError as error:
         return [f"the settings of setup {column.setup.setup!r} (column {column.key!r}) build no method: {error}{how}"]
-    return [f"{p.message.rstrip('.')}; change {_source(column, params['method'], p.setting)}{how}."
+    return [f"{p.message.rstrip('.')}; change {_source(column, plan.method, p.setting)}{how}."
             for p in data_problems(method, sequence)]
 
-def cell_error(params: dict, problems: list[str]) -> str:
+def cell_error(plan: CellPlan, problems: list[str]) -> str:
     "The message of a cell that cannot train: one line per problem."
-    return (f"Cell {params['column']}/{params['method']} cannot train on its data:\n"
+    return (f"Cell {plan.column.key}/{plan.method} cannot train on its data:\n"
             + "\n".join(f"  - {p}" for p in problems))
 
-def check_cell(params: dict, sequence: TaskSequence) -> None:
+def check_cell(plan: CellPlan, sequence: TaskSequence) -> None:
     "`ValueError` listing every problem of `cell_problems` (`cell_error`), before anything trains."
-    problems = cell_problems(params, sequence)
+    problems = cell_problems(plan, sequence)
     if problems:
-        raise ValueError(cell_error(params, problems))
+        raise ValueError(cell_error(plan, problems))
 
-def check_sequence_for(params: dict, data_dir: str | None = None) -> TaskSequence:
+def check_sequence_for(plan: CellPlan, data_dir: str | None = None) -> TaskSequence:
     "The sequence the checks of a cell need: the cell's own, or for a column with a pre-training task its target sequence."
     from bcl.data import load_sequence
-    plan = plan_cell(params["column"], params["method"], params["profile"])
     if plan.pretraining is None:
-        return load_cell_sequence(params, data_dir)
-    context = smoke_data(data_dir, [plan.sequence]) if plan.profile == "smoke" else nullcontext()
-    with context:
-        sequence = load_sequence(plan.sequence, data_dir)
-    return shrink_sequence(sequence, SMOKE["points"]) if plan.profile == "smoke" else sequence
+        return load_cell_sequence(plan, data_dir)
+    return _load(plan, data_dir, [plan.sequence], lambda: load_sequence(plan.sequence, data_dir))
 
 # %% ../nbs/13_table.ipynb #fa89cabe
 def _per_seed(matrix: np.ndarray, chosen: np.ndarray) -> np.ndarray:
@@ -245,20 +240,18 @@ NUMBER_UNITS = {  # the unit of every number of `numbers.json` (before this key 
     "validation_accuracy": "fraction", "test_nll": "nats", "test_ece": "fraction", "test_ece100": "fraction",
     "timings": "seconds"}
 
-def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.PathLike | None = None,
+def run_cell(plan: CellPlan, data_dir: str | None = None, checkpoint: str | os.PathLike | None = None,
              progress: bool = False, after_task=None) -> dict:
     "Train and evaluate one cell; the numbers, settings, timings and provenance as a JSON-able dict. `after_task`: loggers."
     from bcl.provenance import provenance
     from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy, forward_transfer
     from bcl.sequence import METRICS, hyper_configs, select_by_validation, train_sequence
-    params = cell_parameters(**params)
-    plan = plan_cell(params["column"], params["method"], params["profile"])
     start = time.perf_counter()
-    sequence = load_cell_sequence(params, data_dir, progress)
+    sequence = load_cell_sequence(plan, data_dir, progress)
     data_s = time.perf_counter() - start
-    check_cell(params, sequence)  # every setting against the data, before anything trains
-    method, hyper, settings = build_cell_method(params, sequence)
-    result = train_sequence(method, sequence, hyper, params["seeds"], checkpoint=checkpoint, progress=progress,
+    check_cell(plan, sequence)  # every setting against the data, before anything trains
+    method, hyper, settings = build_cell_method(plan, sequence)
+    result = train_sequence(method, sequence, hyper, list(plan.spec.seeds), checkpoint=checkpoint, progress=progress,
                             after_task=after_task)
     chosen = select_by_validation(result)
     metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in METRICS}
@@ -268,9 +261,9 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
     configs = hyper_configs(result.hyper)
     return {
         "column": plan.column.key, "column_label": plan.column.label, "table": plan.column.table,
-        "method": plan.method, "method_label": method_label(plan.method), "profile": plan.profile,
+        "method": plan.method, "method_label": method_label(plan.method), "profile": plan.profile.name,
         "sequence": plan.sequence, "pretraining": plan.pretraining, "substitute": plan.substitute,
-        "parameters": params, "settings": settings, "hyper_grid": configs, "seeds": params["seeds"],
+        "parameters": plan.spec.parameters(), "settings": settings, "hyper_grid": configs, "seeds": list(plan.spec.seeds),
         "final_average_accuracy": _seed_summary(100 * final_average_accuracy(metric["accuracy"])),
         "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method
         **{f"test_{name}": values for name, values in metric.items()},  # accuracy, nll, ece, ece100
@@ -286,7 +279,7 @@ def run_cell(params: dict, data_dir: str | None = None, checkpoint: str | os.Pat
         "timings": {**result.timings, "data_s": data_s, "wall_s": time.perf_counter() - start,
                     # a resumed run timed only the tasks after its checkpoint
                     "s_per_step": result.timings["run_s"] / max(steps_timed, 1)},
-        "content_hash": cell_hash(params, data_dir), "data": data_manifest(params, data_dir),
+        "content_hash": cell_hash(plan, data_dir), "data": data_manifest(plan, data_dir),
         "provenance": provenance(),
     }
 

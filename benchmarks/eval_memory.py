@@ -25,7 +25,8 @@ import numpy as np
 from bcl.core import named_keys
 from bcl.provenance import provenance
 from bcl.sequence import PROGRAMS, SPLITS, fitting_chunk, free_memory, predict_in_chunks, program_bytes
-from bcl.table import build_cell_method, cell_parameters, load_cell_sequence
+from bcl.plan import plan_cell
+from bcl.table import build_cell_method, load_cell_sequence
 
 
 def main() -> None:
@@ -37,9 +38,9 @@ def main() -> None:
     parser.add_argument("--skip-predict", action="store_true", help="only the memory analysis and the chosen chunk")
     args = parser.parse_args()
     seeds = list(range(args.seeds))
-    params = cell_parameters(column=args.column, method=args.method, profile="offline", seeds=seeds)
-    sequence = load_cell_sequence(params, None, False)
-    method, _, _ = build_cell_method(params, sequence)
+    plan = plan_cell(args.column, args.method, "offline", seeds)
+    sequence = load_cell_sequence(plan, None, False)
+    method, _, _ = build_cell_method(plan, sequence)
     keys = jax.vmap(lambda s: named_keys(jax.random.key(s), "predict")["predict"])(np.asarray(seeds))
     state = jax.vmap(lambda k: method.init(k, sequence))(jax.random.split(jax.random.key(0), len(seeds)))
     xs = np.concatenate([np.asarray(getattr(t, split).xs, np.float32) for split in SPLITS for t in sequence.tasks])

@@ -32,12 +32,12 @@ import numpy as np
 def run_grid(column: str, schedule: str, lams, seeds) -> list[dict]:
     "One row per λ: final average accuracy (mean ± sd over seeds), the diagonal, task 1 at the end, validation."
     from bcl.metrics import final_average_accuracy
-    from bcl.plan import cell_parameters
+    from bcl.plan import plan_cell
     from bcl.sequence import hyper_grid, train_sequence
     from bcl.table import build_cell_method, load_cell_sequence
-    params = cell_parameters(column, "ewc", "offline", list(seeds), schedule=schedule)
-    sequence = load_cell_sequence(params)
-    method, hyper, _ = build_cell_method(params, sequence)
+    plan = plan_cell(column, "ewc", "offline", list(seeds), schedule=schedule)
+    sequence = load_cell_sequence(plan)
+    method, hyper, _ = build_cell_method(plan, sequence)
     grid = hyper_grid(learning_rate=[float(np.asarray(hyper["learning_rate"]).ravel()[0])], lam=list(lams))
     start = time.perf_counter()
     result = train_sequence(method, sequence, grid, list(seeds))

@@ -43,7 +43,7 @@ def feature_range(sequence) -> dict:
 def run_variant(method_name: str, sequence, seeds, **overrides) -> dict:
     from bcl.map import map_suite
     from bcl.models import make_model
-    from bcl.paper import FEATURE_SETUP, map_settings, svi_settings
+    from bcl.paper import FEATURE_SETUP, map_settings, method_info, svi_settings
     from bcl.metrics import final_average_accuracy
     from bcl.sequence import select_by_validation, train_sequence
     from bcl.svi import svi_method
@@ -54,7 +54,7 @@ def run_variant(method_name: str, sequence, seeds, **overrides) -> dict:
         method, hyper = map_suite(model, sequence.likelihood, **settings)["joint"]
     else:
         settings = dict(svi_settings(FEATURE_SETUP.setup)[method_name])
-        if method_name.endswith("sfsvi"):
+        if method_info(method_name).space == "function":
             settings |= {"inducing_low": FEATURE_SETUP.inducing_low, "inducing_high": FEATURE_SETUP.inducing_high}
         settings |= overrides
         hyper = {"learning_rate": settings.pop("learning_rate")}
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.features import feature_sequence
-    from bcl.paper import METHOD_LABELS, method_names
+    from bcl.paper import METHOD_LABELS, method_info, method_names
     from bcl.provenance import provenance
     from bcl.plan import PAPER_TRAIN_POINTS
     ci = args.sequence.startswith("ci")
@@ -100,9 +100,10 @@ def main(argv=None) -> int:
     for variant, overrides in variants.items():
         box = "inducing_low" in overrides
         for method in methods + ([] if box else ["joint"]):
-            if box and not method.endswith("sfsvi"):
+            function_space = method != "joint" and method_info(method).space == "function"
+            if box and not function_space:
                 continue
-            kept = overrides if method.endswith("sfsvi") else {k: v for k, v in overrides.items() if k == "epochs"}
+            kept = overrides if function_space else {k: v for k, v in overrides.items() if k == "epochs"}
             rows[variant, method] = run_variant(method, sequence, seeds, **kept)
             r = rows[variant, method]
             print(f"{variant:45s} {method:10s} {r['final_mean']:6.2f} ± {r['final_sd']:5.2f}  diagonal "

@@ -42,6 +42,12 @@ def network_key(column, sequence) -> str:
     return f"{model}{sequence.input_shape[0]}" if model == "linear" else model
 
 
+def _mixture(method: str) -> bool:
+    "Whether `method` (a canonical name) samples a Gaussian mixture (`bcl.paper.MethodInfo.family`)."
+    from bcl.paper import METHOD_INFO
+    return method in METHOD_INFO and METHOD_INFO[method].family == "mixture"
+
+
 def read_measured(paths: list[str]) -> dict[tuple[str, str, str | None], dict]:
     "(network, method, component noise) → the newest `gpu_step` line with a time, from the JSONL files `paths`."
     from bcl.paper import method_name
@@ -54,7 +60,7 @@ def read_measured(paths: list[str]) -> dict[tuple[str, str, str | None], dict]:
             if line.get("benchmark") != "gpu_step" or not line.get("s_per_step"):
                 continue
             method = method_name(line["method"])
-            noise = line.get("component_noise") or ("independent" if "-gm-" in method else None)
+            noise = line.get("component_noise") or ("independent" if _mixture(method) else None)
             lines[line["model"], method, noise] = line | {"source_file": str(path)}
     return lines
 
@@ -124,25 +130,24 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
             backend: str = "cpu", kept: dict | None = None) -> dict:
     "The projection record of every cell of `profile` whose data is present (see the module's docstring)."
     from bcl.paper import FAA_COLUMNS, TABLE_METHODS
-    from bcl.plan import cell_parameters, missing_data, plan_cell
+    from bcl.plan import missing_data, plan_cell
     from bcl.table import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
     sequences, plans = {}, {}
     for column in FAA_COLUMNS:
         if missing_data(plan_cell(column, TABLE_METHODS[0], profile), data_dir):
             continue
         for method in TABLE_METHODS:
-            params = cell_parameters(column.key, method, profile, schedule=schedule)
-            plan = plan_cell(column, method, profile)
+            plan = plan_cell(column, method, profile, schedule=schedule)
             key = (plan.sequence, plan.pretraining)
             if key not in sequences:
-                sequences[key] = load_cell_sequence(params, data_dir)
+                sequences[key] = load_cell_sequence(plan, data_dir)
             sequence = sequences[key]
-            algorithm, _, _ = build_cell_method(params, sequence)
+            algorithm, _, _ = build_cell_method(plan, sequence)
             numbers, _ = read_cell(batch / column.key / method)
             numbers = numbers or (kept or {}).get(f"{column.key}/{method}")
-            plans[column.key, method] = {"network": network_key(column, sequence), "seeds": len(params["seeds"]),
+            plans[column.key, method] = {"network": network_key(column, sequence), "seeds": len(plan.spec.seeds),
                                          "steps": optimiser_steps(algorithm, sequence),
-                                         "noise": params["component_noise"] if "-gm-" in method else None,
+                                         "noise": plan.spec.component_noise if plan.info.family == "mixture" else None,
                                          "numbers": numbers}
     chosen, finished, on_target = sources(plans, measured, backend, os.cpu_count() if backend == "cpu" else None)
     overhead = {}
@@ -186,10 +191,10 @@ def _timed_s_per_step(numbers: dict) -> float:
 
 
 def main(argv=None) -> int:
-    from bcl.plan import SCHEDULES
+    from bcl.plan import PROFILES, SCHEDULES
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("table", type=str.lower, choices=("faa",))
-    parser.add_argument("--profile", type=str.lower, default="offline", choices=("paper", "offline", "smoke"))
+    parser.add_argument("--profile", type=str.lower, default="offline", choices=tuple(PROFILES))
     parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs")
     parser.add_argument("--measured", nargs="*", default=[], help="JSONL files of benchmarks/gpu.py")
     parser.add_argument("--out", help="results folder of the batch (default results/table)")

@@ -45,30 +45,32 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bcl.plan import cell_hash, cell_parameters
+from bcl.plan import CellSpec, cell_hash, plan_cell
 from bcl.table import run_cell, write_cell
 
-params = cell_parameters(column, method, profile, seeds, schedule=schedule, component_noise=component_noise,
-                         epochs=epochs, plugins=plugins)
+# the papermill boundary: the parameters above rebuilt into the cell, validated and planned once
+spec = CellSpec.from_parameters(dict(column=column, method=method, profile=profile, seeds=seeds, schedule=schedule,
+                                     component_noise=component_noise, epochs=epochs, plugins=plugins))
+plan = plan_cell(spec)
 folder = Path(output) if output else Path(tempfile.mkdtemp(prefix="bcl-cell-"))
 folder.mkdir(parents=True, exist_ok=True)
-if data_dir is None and params["profile"] == "smoke":
+if data_dir is None and plan.profile.mock_data:
     data_dir = str(folder / "smoke-data")
 # A killed cell resumes from its last finished task. The checkpoint's name carries the cell's content hash
 # (parameters, bcl code, data), so one left by another version of the cell is never offered to this run: it could
 # not be resumed (train_sequence would refuse it), and it is removed.
-checkpoint = folder / f"checkpoint-{cell_hash(params, data_dir)}.npz"
+checkpoint = folder / f"checkpoint-{cell_hash(plan, data_dir)}.npz"
 for stale in sorted(folder.glob("checkpoint*.npz")):
     if stale != checkpoint:
         print(f"removing {stale.name}: written by another version of this cell (parameters, code or data)")
         stale.unlink()
-print(json.dumps(params))
+print(json.dumps(spec.parameters()))
 
 # %%
 from bcl.loggers import make_loggers
 hooks = make_loggers(loggers, folder)  # and a progress.json the batch's driver reads after every task
 try:
-    numbers = run_cell(params, data_dir=data_dir, checkpoint=checkpoint, progress=progress, after_task=hooks)
+    numbers = run_cell(plan, data_dir=data_dir, checkpoint=checkpoint, progress=progress, after_task=hooks)
 finally:
     for hook in hooks:
         hook.close()
@@ -94,5 +96,5 @@ fig.tight_layout()
 
 # %%
 T = len(numbers["n_train"])
-assert np.shape(numbers["test_accuracy"]) == (len(params["seeds"]), T, T)
+assert np.shape(numbers["test_accuracy"]) == (len(spec.seeds), T, T)
 assert all(0 <= a <= 100 for a in faa["per_seed"])
