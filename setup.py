@@ -14,7 +14,7 @@ requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
 readme = Path(__file__).parent / "README.md"
 here = Path(__file__).parent
-# What the console commands need besides the code, copied into the wheel's bcl/ (found by bcl.cli after an install).
+# What the console commands need besides the code, copied into the wheel's bcl/ (found by bcl.resources after an install).
 SHIPPED = {"templates": ["nbs/20_visualisation.ipynb", "nbs/21_table_cell.ipynb"],
            "params": sorted(str(p.relative_to(here)) for p in (here / "experiments" / "params").glob("*.yaml")),
            "cluster": ["experiments/cluster/jobqueue.yaml"]}

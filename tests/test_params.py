@@ -21,7 +21,7 @@ def template_defaults() -> dict:
 @pytest.mark.parametrize("files", RUNS, ids=["+".join(f) for f in RUNS])
 def test_parameter_files_validate(files):
     from bcl.experiment import PARAMETER_TYPES, validate_parameters
-    from bcl.cli import load_parameters
+    from bcl.resources import load_parameters
     defaults = template_defaults()
     assert set(defaults) == set(PARAMETER_TYPES)  # the template and the validator know the same parameters
     params = defaults | load_parameters([str(ROOT / "experiments" / "params" / f) for f in files])
@@ -30,7 +30,7 @@ def test_parameter_files_validate(files):
 
 
 def test_unknown_parameter_in_a_file_is_refused(tmp_path):
-    from bcl.cli import load_parameters
+    from bcl.resources import load_parameters
     bad = tmp_path / "bad.yaml"
     bad.write_text("run: x\nhmc_chain: 4\n")
     with pytest.raises(ValueError, match=r"Unknown parameter\(s\) \['hmc_chain'\]"):
