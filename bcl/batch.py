@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
+from .testing import fault_hooks
 from .resources import KERNEL, KERNEL_ARGUMENTS, ensure_kernel, load_parameters, packaged, template_path
 from .core import atomic_write_json, project_root, results_dir
 from .loggers import PROGRESS_FILE, read_progress
@@ -22,10 +23,9 @@ from .plan import CellPlan, CellSpec, check_profile, plan_cell
 
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
-           'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'kill_hook', 'stall_hook',
-           'prepare_task', 'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins',
-           'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress',
-           'list_names', 'run_table']
+           'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'prepare_task', 'prepare_groups',
+           'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
+           'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress', 'list_names', 'run_table']
 
 # %% ../nbs/15b_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -173,8 +173,7 @@ def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share
         from bcl.devices import pin_environment
         os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
     name = f"{parameters['column']}/{parameters['method']}"
-    kill_hook(name)
-    stall_hook(name)
+    fault_hooks(name)  # the tests' kill and stall on request (bcl.testing); nothing without their variables
     from bcl.sequence import enable_compilation_cache
     enable_compilation_cache()  # in the worker, so that the cell's kernel inherits it
     template = template_path(TABLE_TEMPLATE)
@@ -193,28 +192,6 @@ def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share
     numbers = json.loads((folder_path / "numbers.json").read_text())
     return {"status": "done", "cell": name, "wall_s": time.perf_counter() - start,
             "final_average_accuracy": numbers["final_average_accuracy"]["mean"]}
-
-def kill_hook(cell_name: str) -> None:
-    "Fault injection for tests: BCL_TABLE_KILL_ONCE=COLUMN/METHOD:MARKER kills this worker once, mid-cell."
-    spec = os.environ.get("BCL_TABLE_KILL_ONCE")
-    if not spec:
-        return
-    cell, marker = spec.split(":", 1)
-    if cell == cell_name and not Path(marker).exists():
-        Path(marker).write_text(str(os.getpid()))
-        import signal
-        os.kill(os.getpid(), signal.SIGKILL)
-
-def stall_hook(cell_name: str) -> None:
-    """Fault injection for tests: BCL_TABLE_STALL_ONCE=COLUMN/METHOD:MARKER:SECONDS makes this cell wait SECONDS once
-    before it starts (a job then outlives its walltime; the rerun does not wait)."""
-    spec = os.environ.get("BCL_TABLE_STALL_ONCE")
-    if not spec:
-        return
-    cell, marker, seconds = spec.rsplit(":", 2)
-    if cell == cell_name and not Path(marker).exists():
-        Path(marker).write_text(str(os.getpid()))
-        time.sleep(float(seconds))
 
 def prepare_task(cells_parameters: list[dict], data_dir: str | None, plugin_folder: str | None = None) -> str:
     "A Dask task: load the sequences of cells that share one extractor, so it is pre-trained once, not per cell."

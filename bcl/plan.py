@@ -90,6 +90,11 @@ class SmallRun(NamedTuple):
     pretrain_examples: int = 48  # the extractor's pre-training
     pretrain_epochs: int = 1
 
+    def data(self, data_dir, names: Sequence[str]):
+        "A context manager: the mock data of these runs (fake ISIC archives under `data_dir`; tfds's mock for `names`)."
+        from bcl.testing import mock_data  # nbs/15c_testing.ipynb
+        return mock_data(data_dir, names, self.mock_examples)
+
 SMOKE = SmallRun()
 
 class Profile(NamedTuple):

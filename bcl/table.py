@@ -9,9 +9,8 @@ import json
 import math
 import os
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -20,44 +19,9 @@ from .paper import FAA_PUBLISHED, TABLE_METHODS, USER_METHODS, map_settings, met
 from .plan import PAPER_TRAIN_POINTS, CellPlan, CellSpec, SmallRun, cell_hash, data_manifest, plan_cell
 
 # %% auto #0
-__all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'write_fake_isic', 'smoke_data', 'shrink_sequence',
-           'load_cell_sequence', 'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale', 'cell_settings',
-           'build_cell_method', 'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps',
-           'run_cell', 'write_cell', 'read_cell']
-
-# %% ../nbs/13_table.ipynb #c21ad77b
-def write_fake_isic(folder: str | os.PathLike, diagnoses: Sequence[str], n_per_class: int = 8, seed: int = 0) -> Path:
-    "A fake ISIC download in `folder`: `metadata.csv` and `n_per_class` small JPEGs per diagnosis."
-    import pandas as pd
-    from PIL import Image
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    rows = []
-    for k, diagnosis in enumerate(diagnoses):
-        for _ in range(n_per_class):
-            isic_id = f"ISIC_{len(rows):07d}"
-            pixels = np.clip(np.array([30 * k % 256, 200 - 15 * k, 90]) + rng.integers(-9, 10, (20, 24, 3)), 0, 255)
-            Image.fromarray(pixels.astype(np.uint8)).save(folder / f"{isic_id}.jpg")
-            rows.append({"isic_id": isic_id, "diagnosis": diagnosis})
-    pd.DataFrame(rows).to_csv(folder / "metadata.csv", index=False)
-    return folder
-
-@contextmanager
-def smoke_data(data_dir: str | os.PathLike, names: Sequence[str], mock_examples: int = 3000):
-    "Fake HAM10000 and BCN20000 archives under `data_dir`, and mock tfds data while the block runs if `names` need it."
-    import tensorflow_datasets as tfds
-    from bcl.data import sequence_spec
-    from bcl.isic import BCN12_CLASSES, HAM6_CLASSES, HAM8_CLASSES
-    for folder, diagnoses in (("HAM10000", sorted(set(HAM8_CLASSES) | set(HAM6_CLASSES))),
-                              ("BCN20000", BCN12_CLASSES)):
-        if not (Path(data_dir) / folder / "metadata.csv").exists():
-            write_fake_isic(Path(data_dir) / folder, diagnoses)
-    if any(sequence_spec(name).source.startswith("tensorflow-datasets") for name in names):
-        with tfds.testing.mock_data(num_examples=mock_examples):  # not around ISIC: tfds would mock it too
-            yield
-    else:
-        yield
+__all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'shrink_sequence', 'load_cell_sequence', 'paper_and_our_points',
+           'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method', 'cell_problems',
+           'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
 
 # %% ../nbs/13_table.ipynb #79701f39
 def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
@@ -78,7 +42,7 @@ def _pretraining(plan: CellPlan):
 def _load(plan: CellPlan, data_dir, names: list[str], load) -> TaskSequence:
     "`load()` under the profile's mock data if it has some, shrunk to its sizes."
     small = plan.profile.small
-    with nullcontext() if small is None else smoke_data(data_dir, names, small.mock_examples):
+    with nullcontext() if small is None else small.data(data_dir, names):
         sequence = load()
     return sequence if small is None else shrink_sequence(sequence, small.points)
 
