@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .testing import fault_hooks
 from .resources import KERNEL, KERNEL_ARGUMENTS, ensure_kernel, load_parameters, packaged, template_path
-from .core import atomic_write_json, project_root, results_dir
+from .core import atomic_write_json, check_choice, project_root, results_dir
 from .loggers import PROGRESS_FILE, read_progress
 from .plan import CellPlan, CellSpec, check_profile, plan_cell
 
@@ -41,9 +41,9 @@ def profile_folder(out: Path, profile: str, schedule: str) -> Path:
     return out / run_name(profile, schedule)
 
 def _representative(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    from bcl.paper import FAA_COLUMN_KEYS
-    fe = [c for c in FAA_COLUMN_KEYS if c.endswith("-fe")]
-    raw = [c for c in FAA_COLUMN_KEYS if not c.endswith("-fe")]
+    from bcl.paper import FAA_COLUMNS
+    fe = [c.key for c in FAA_COLUMNS if c.pretraining is not None]  # the columns on a frozen extractor's features
+    raw = [c.key for c in FAA_COLUMNS if c.pretraining is None]
     rest = CHEAP_FIRST[len(raw):]
     return list(zip(raw, CHEAP_FIRST)) + [(c, rest[i % len(rest)]) for i, c in enumerate(fe)]
 
@@ -74,7 +74,7 @@ def select_cells(filters: list[str] | None, subset: str | None, target: str = "f
     if subset == "representative":
         cells = _representative(cells)
     elif subset is not None:
-        raise ValueError(f"Unknown subset {subset!r}; the only subset is 'representative'.")
+        check_choice("subset", subset, ("representative",))
     if filters:
         patterns = [f.lower() for f in filters]
         for pattern in patterns:
@@ -220,7 +220,7 @@ VISUALISATION_RUNS = {"paper": [["paper_cisplit2diris"], ["paper_disinusoid"]],
 def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     "A Dask task: the visualisation template with merged YAML parameter files (paths or shipped names)."
     import papermill as pm
-    params = load_parameters(param_files) if param_files else {}
+    parameters = load_parameters(param_files) if param_files else {}
     from bcl.sequence import enable_compilation_cache
     enable_compilation_cache()
     template = template_path(VISUALISATION_TEMPLATE)
@@ -230,7 +230,7 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     start = time.perf_counter()
     try:
         pm.execute_notebook(str(template), str(folder_path / template.name),
-                            parameters=params | ({} if param_files else {"results_folder": str(folder_path)}),
+                            parameters=parameters | ({} if param_files else {"results_folder": str(folder_path)}),
                             kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
                             extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:

@@ -42,16 +42,16 @@ def _under_root(value, default: Path) -> Path:
 def run_visualisation(files: list[str], run: str | None = None) -> tuple[Path, dict]:
     "Execute the visualisation template with the merged parameter `files`; (run folder, numbers)."
     import papermill as pm
-    params = load_parameters(files) | ({"run": run} if run else {})
+    parameters = load_parameters(files) | ({"run": run} if run else {})
     template = template_path("20_visualisation.ipynb")
-    folder = _under_root(params.get("results_folder"), results_dir() / params.get("run", "smoke"))
+    folder = _under_root(parameters.get("results_folder"), results_dir() / parameters.get("run", "smoke"))
     folder.mkdir(parents=True, exist_ok=True)
     ensure_kernel()
     from bcl.sequence import enable_compilation_cache
     enable_compilation_cache()  # the kernel inherits it: each program is compiled once across runs
     print(f"running {template.name} with {', '.join(files)} → {folder}", flush=True)
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
-    pm.execute_notebook(str(template), str(folder / template.name), parameters=params, kernel_name=KERNEL,
+    pm.execute_notebook(str(template), str(folder / template.name), parameters=parameters, kernel_name=KERNEL,
                         cwd=str(project_root()), progress_bar=False, log_output=False,
                         extra_arguments=KERNEL_ARGUMENTS)
     atomic_write_json(folder / "runner.json", {"wall_s": time.perf_counter() - start,
@@ -68,8 +68,8 @@ def visualise_main(argv: list[str] | None = None) -> int:
 
 def _visualise(args) -> int:
     folder, numbers = run_visualisation(args.params, args.run)
-    params = load_parameters(args.params)
-    tables = _under_root(params.get("tables_folder"), folder / "tables")
+    parameters = load_parameters(args.params)
+    tables = _under_root(parameters.get("tables_folder"), folder / "tables")
     print((tables / f"visualisation_{numbers['sequence']}.md").read_text())
     failed = [m for m, e in numbers["methods"].items() if e["status"] != "ok"]
     if failed:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import TaskSequence, atomic_write_bytes, atomic_write_json
 from .experiment import AXIS_LABELS, grid_shape
-from .paper import AUTHORS_CODE_ACCURACY, METHOD_LABELS
+from .paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, METHOD_LABELS
 
 # %% auto #0
 __all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers',
@@ -157,7 +157,8 @@ def draw_distances(numbers: dict):
         if not distance:
             continue
         tasks = np.arange(1, len(distance["tv"]) + 1)
-        style = "-" if "sfsvi" in name else ("--" if "vcl" in name else ":")
+        space = getattr(METHOD_INFO.get(name), "space", None)  # function space (S-FSVI), parameter space (VCL), else MAP/HMC
+        style = {"function": "-", "parameter": "--"}.get(space, ":")
         colour = next(colours)
         left.plot(tasks, distance["tv"], style, marker="o", ms=3, color=colour, label=METHOD_LABELS.get(name, name))
         left.set_xticks(tasks)

@@ -59,15 +59,15 @@ def load_parameters(files: list[str]) -> dict:
     "Merge the YAML parameter files (paths or shipped names) in order; later files override earlier ones."
     import yaml
     from bcl.experiment import check_parameter_names
-    params: dict = {}
+    parameters: dict = {}
     for name in files:
         path = parameter_file(name)
         loaded = yaml.safe_load(path.read_text()) or {}
         if not isinstance(loaded, dict):
             raise ValueError(f"Parameter file {path} must hold a mapping of parameter names to values.")
-        params |= loaded
-    check_parameter_names(params)
-    return params
+        parameters |= loaded
+    check_parameter_names(parameters)
+    return parameters
 
 def ensure_kernel() -> None:
     "Papermill needs a kernel named python3 that runs this interpreter; install it into the environment if missing."
