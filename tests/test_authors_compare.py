@@ -1,4 +1,4 @@
-"""benchmarks/authors_compare.py: Holm's adjustment over the methods of a sequence, and which bcl run is primary."""
+"""parity/authors_compare.py: Holm's adjustment over the methods of a sequence, and which bcl run is primary."""
 import sys
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "parity"))
 
 import authors_compare  # noqa: E402
 

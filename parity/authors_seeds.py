@@ -1,8 +1,8 @@
 """Run the authors' code (github.com/blackblitz/bcl at b838074, unmodified) over seeds, one experiment per seed.
 
-Usage (run with the authors' environment's Python, see benchmarks/README.md "The authors' code"):
+Usage (run with the authors' environment's Python, see parity/README.md):
   AUTHORS=/path/to/blackblitz-bcl   # a clone checked out at b838074
-  /path/to/authors-venv/bin/python benchmarks/authors_seeds.py --authors-repo $AUTHORS \
+  /path/to/authors-venv/bin/python parity/authors_seeds.py --authors-repo $AUTHORS \
       --experiment svi_cisplit2diris_fcnn --trainers likelihood_exact_gsfsvi --seeds 0 1 2 3 4 \
       --out benchmarks/results/authors_seeds.jsonl
 
