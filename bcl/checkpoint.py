@@ -47,7 +47,7 @@ def _key_paths(tree) -> dict[str, tuple]:
     return {jax.tree_util.keystr(path): [int(d) for d in np.shape(leaf)] for path, leaf in flat}
 
 def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int],
-                    task_keys: str = "per_task") -> dict:
+                    task_keys: str = "fresh") -> dict:
     "The parts a checkpoint must agree on to be resumed: method, its settings, model, data, seeds, grid, training, code."
     model = method.model
     shapes = jax.eval_shape(model.init, jax.random.key(0))

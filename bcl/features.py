@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import optax
 from tqdm.auto import tqdm
 
 from . import core
@@ -27,7 +26,8 @@ from .cache import check_manifest, json_clean, read_manifest, sha256_bytes, warn
 from .data import load_sequence, sequence_folder
 from .map import finetuning
 from .models import Model, make_model
-from .train import Batch, Method, TaskInfo, epoch_batches, n_batches, onecycle_adam, task_split
+from .sequence import in_chunks
+from .train import Batch, Method, TaskInfo, epoch_plan, n_batches, onecycle_adam, task_split, task_update
 
 # %% auto #0
 __all__ = ['PRETRAINING', 'PRETRAINING_INPUT_SHAPES', 'FEATURE_BOUNDS', 'FEATURE_CACHE_FORMAT', 'Pretraining',
@@ -88,7 +88,8 @@ def class_weights(ys, n_classes: int) -> np.ndarray:
 def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float, seed: int, t: int = 1,
                    progress: bool = False) -> tuple[Any, np.ndarray]:
     """Train task `t` of `sequence` from `method.init` as `train_sequence` does for seed `seed` (same keys, batches,
-    optimiser), one compiled step at a time: (params, per-epoch mean losses)."""
+    optimiser: `bcl.train`'s `epoch_plan` and `task_update`), one compiled step at a time: (params, per-epoch mean
+    losses)."""
     seed_key = jax.random.key(seed)
     state = method.init(named_keys(seed_key, "init")["init"], sequence)
     key = named_keys(jax.random.fold_in(seed_key, t), "train", "end_task")["train"]
@@ -99,21 +100,12 @@ def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float,
     hyper = {"learning_rate": jnp.float32(learning_rate)}
     task = TaskInfo(jnp.int32(t), n, nb, method.training.data_scale)
     optimiser = onecycle_adam(hyper["learning_rate"], method.training.epochs * nb)
-    grad_fn = jax.value_and_grad(method.loss, has_aux=True)
-
-    @jax.jit
-    def plan(epoch):
-        keys = named_keys(jax.random.fold_in(key, epoch), "shuffle", "steps")
-        rows, mask = epoch_batches(keys["shuffle"], n, batch_size)
-        return rows, mask, jax.random.split(keys["steps"], nb)
+    update = task_update(method, hyper, task, optimiser)  # the engine's step, on the parameter tree
+    plan = jax.jit(lambda epoch: epoch_plan(key, epoch, n, batch_size, nb))
 
     @jax.jit
     def step(params, memory, opt_state, xs, ys, rows, mask, step_key):
-        (loss, aux), grads = grad_fn(params, memory, step_key, Batch(xs[rows], ys[rows], mask), hyper, task)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        new_params = optax.apply_updates(params, updates)
-        memory = memory if method.on_step is None else method.on_step(memory, grads, params, new_params, hyper, task)
-        return new_params, memory, opt_state, loss
+        return update(params, memory, opt_state, step_key, Batch(xs[rows], ys[rows], mask))[:4]
 
     params, memory, opt_state = state.params, state.memory, optimiser.init(state.params)
     losses = []
@@ -131,20 +123,10 @@ def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float,
 
 # %% ../nbs/09_features.ipynb #26eded6b
 def _chunked(fn, params, xs, chunk: int) -> np.ndarray:
-    "`fn(params, block)` over `chunk`-row blocks of `xs` (the last padded with zeros), one compiled program."
+    "`fn(params, block)` over `chunk`-row blocks of `xs`, one compiled program (`bcl.sequence.in_chunks`)."
     check_positive("chunk", chunk, integer=True)
-    xs = np.asarray(xs, np.float32)
-    size = max(1, min(chunk, len(xs)))
     compiled = jax.jit(fn)
-    out = []
-    for start in range(0, len(xs), size):
-        block = xs[start:start + size]
-        padded = np.concatenate([block, np.zeros((size - len(block), *xs.shape[1:]), np.float32)])
-        out.append(np.asarray(compiled(params, padded))[:len(block)])
-    if not out:
-        shape = jax.eval_shape(fn, params, jax.ShapeDtypeStruct((1, *xs.shape[1:]), jnp.float32)).shape
-        return np.zeros((0, *shape[1:]), np.float32)
-    return np.concatenate(out)
+    return in_chunks(lambda block: compiled(params, block), xs, max(1, min(chunk, len(xs))))
 
 def subsample_sequence(sequence: TaskSequence, max_examples: int | None, seed: int = 1337) -> TaskSequence:
     "Keep a random subset (without replacement, order kept) of at most `max_examples` examples of every split."

@@ -10,7 +10,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Literal, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +19,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
-from .core import Split, TaskSequence, atomic_write_bytes, named_keys, tree_size
+from .core import Split, TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
 from .metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
                          forward_transfer, mean_nll)
 from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_units, task_split, vmap_program,
@@ -27,10 +27,11 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
 
 # %% auto #0
 __all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
-           'TASK_KEYS', 'SUMMARIES', 'COMPILATION_CACHE_ENV', 'hyper_grid', 'hyper_configs', 'check_sequence',
-           'DataProblem', 'data_problems', 'check_data', 'fast_compile_options', 'free_memory', 'program_bytes',
-           'fitting_chunk', 'predict_in_chunks', 'SequenceResult', 'seed_mesh', 'on_seed_mesh', 'train_sequence',
-           'select_by_validation', 'result_table', 'save_table', 'compilation_cache_dir', 'enable_compilation_cache']
+           'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'COMPILATION_CACHE_ENV', 'hyper_grid', 'hyper_configs',
+           'check_sequence', 'DataProblem', 'data_problems', 'check_data', 'fast_compile_options', 'free_memory',
+           'program_bytes', 'fitting_chunk', 'in_chunks', 'predict_in_chunks', 'SequenceResult', 'seed_mesh',
+           'on_seed_mesh', 'check_task_keys', 'train_sequence', 'select_by_validation', 'result_table', 'save_table',
+           'compilation_cache_dir', 'enable_compilation_cache']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -242,6 +243,15 @@ def fitting_chunk(method: Method, predict_keys, params, xs, chunk: int = 4096, m
         fits = memory_budget * size // need  # points the budget allows at this cost per point
         size = min(size // 2, 1 << max(0, int(fits).bit_length() - 1))
 
+def in_chunks(run: Callable, xs, size: int, axis: int = 0) -> np.ndarray:
+    """`run(block)` over equal blocks of `size` rows of `xs` (the last padded with zero rows, so one compiled program
+    serves them all), concatenated along the output's point axis `axis` and cut to the `len(xs)` real points."""
+    xs = np.asarray(xs, np.float32)
+    pad = -len(xs) % size if len(xs) else size  # no points: one zero block gives the output's shape
+    padded = np.concatenate([xs, np.zeros((pad, *xs.shape[1:]), np.float32)])
+    blocks = [np.asarray(run(padded[start:start + size])) for start in range(0, len(padded), size)]
+    return np.concatenate(blocks, axis=axis)[(slice(None),) * axis + (slice(0, len(xs)),)]
+
 def predict_in_chunks(method: Method, predict_keys, params, xs, chunk: int = 4096, memory_budget: int | None = None,
                       compiler_options: dict | None = None, timings: dict | None = None) -> np.ndarray:
     """Predictive probabilities (S, n, C) of one grid point's `params` (leaves (S, ...), one per seed, with
@@ -249,17 +259,15 @@ def predict_in_chunks(method: Method, predict_keys, params, xs, chunk: int = 409
     (compile_s, run_s) are added to."""
     xs = np.asarray(xs, np.float32)
     size = fitting_chunk(method, predict_keys, params, xs, chunk, memory_budget, compiler_options, timings)
-    padded = np.concatenate([xs, np.zeros((-len(xs) % size, *xs.shape[1:]), np.float32)])
     name, make = _predict_program(method)
-    blocks = []
-    for start in range(0, len(padded), size):
-        p, c, r = PROGRAMS(name, make, predict_keys, params, padded[start:start + size],
-                           compiler_options=compiler_options)
+
+    def run(block):
+        p, c, r = PROGRAMS(name, make, predict_keys, params, block, compiler_options=compiler_options)
         if timings is not None:
             timings["compile_s"] = timings.get("compile_s", 0.0) + c
             timings["run_s"] = timings.get("run_s", 0.0) + r
-        blocks.append(np.asarray(p))
-    return np.concatenate(blocks, axis=1)[:, :len(xs)]
+        return p
+    return in_chunks(run, xs, size, axis=1)
 
 # %% ../nbs/07b_sequence.ipynb #1f9f6536
 class SequenceResult(NamedTuple):
@@ -368,14 +376,20 @@ def _resume(checkpoint, restart: bool, state, record: dict, fingerprint: dict, T
     record.update(stored)
     return state, done
 
-TASK_KEYS = ("per_task", "shared")  # key schedules over tasks (`train_sequence`'s `task_keys`)
+TaskKeys = Literal["fresh", "reused"]  # the key schedule over tasks (`train_sequence`'s `task_keys`)
+TASK_KEYS: tuple[TaskKeys, ...] = ("fresh", "reused")
+
+def check_task_keys(task_keys: str) -> TaskKeys:
+    "The key schedule `task_keys` as spelt in `TASK_KEYS`, else a `ValueError` that says what each one does."
+    return check_choice("task_keys", task_keys, TASK_KEYS, " ('fresh': new keys for every task, folded from the seed's "
+                        "key and the task index; 'reused': the seed's own keys for every task, as the authors' code).")
 
 def _task_arguments(method: Method, sequence: TaskSequence, t: int, seed_keys, state, jhyper, rows_per_task,
-                    task_keys: str = "per_task"):
+                    task_keys: TaskKeys = "fresh"):
     "The arguments of task `t`'s program: keys (S, 2), state, grid, inputs and labels (zero-padded), index[, n]."
     split = task_split(method, sequence, t)
     xs, ys = np.asarray(split.xs, np.float32), np.asarray(split.ys, np.int32)
-    task_key = (lambda k: jax.random.fold_in(k, t)) if task_keys == "per_task" else (lambda k: k)
+    task_key = (lambda k: jax.random.fold_in(k, t)) if task_keys == "fresh" else (lambda k: k)
     named = jax.vmap(lambda k: named_keys(task_key(k), "train", "end_task"))(seed_keys)
     keys = jnp.stack([named["train"], named["end_task"]], axis=1)  # (S, 2)
     if rows_per_task is None:
@@ -421,15 +435,13 @@ def train_sequence(method: Method,  # what to train (`bcl.map`, `bcl.svi`, or yo
                    check_finite: bool = True,  # stop with a clear error when a loss turns NaN/inf
                    fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
                    restart: bool = False,  # discard an existing `checkpoint` and start from task 1
-                   task_keys: str = "per_task",  # "per_task": new keys per task; "shared": the same (authors' code)
+                   task_keys: TaskKeys = "fresh",  # "fresh": new keys per task; "reused": the seed's keys for all (authors' code)
                    shard_seeds: bool = True,  # split the seeds over JAX's devices when it sees several (`seed_mesh`)
                   ) -> SequenceResult:
     "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
     check_sequence(method, sequence)
     check_data(method, sequence)  # every setting against the data, before anything is compiled
-    if task_keys not in TASK_KEYS:
-        raise ValueError(f"task_keys must be one of {TASK_KEYS} ('per_task': new keys for every task; 'shared': the "
-                         f"same keys for every task, as the authors' code), got {task_keys!r}.")
+    task_keys = check_task_keys(task_keys)
     hyper = _as_grid(hyper)
     configs = hyper_configs(hyper)
     seeds = _check_seeds(seeds)

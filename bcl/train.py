@@ -18,8 +18,8 @@ from .models import Model
 # %% auto #0
 __all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule',
            'onecycle_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Training', 'Method', 'task_split',
-           'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'make_task_program',
-           'vmap_program']
+           'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'epoch_plan',
+           'task_update', 'make_task_program', 'vmap_program']
 
 # %% ../nbs/07_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -201,6 +201,31 @@ def coreset_draw(key: jax.Array, coreset: Coreset, n: int) -> Batch:
     return Batch(coreset.xs[task, rows], coreset.ys[task, rows], mask)
 
 # %% ../nbs/07_train.ipynb #c5c3bef2
+def epoch_plan(key: jax.Array, epoch, n, batch_size: int, slots: int, n_rows: int | None = None):
+    """Epoch `epoch` of a task trained with `key`: batch rows and mask (`epoch_batches`, shuffled with the epoch's
+    "shuffle" key) and one loss key per batch slot (split from its "steps" key): (rows, mask, step_keys)."""
+    keys = named_keys(jax.random.fold_in(key, epoch), "shuffle", "steps")
+    rows, mask = epoch_batches(keys["shuffle"], n, batch_size, n_rows)
+    return rows, mask, jax.random.split(keys["steps"], slots)
+
+def task_update(method: Method, hyper: dict, task: TaskInfo, optimiser: optax.GradientTransformation,
+                unravel: Callable | None = None) -> Callable:
+    """One optimiser step of `method` on one batch: `step(params, memory, opt_state, key, batch)` ->
+    `(params, memory, opt_state, loss, aux)`; `memory` changes only through `method.on_step`. With `unravel` (of
+    `ravel_pytree`), `params` is a flat vector that the loss and `on_step` see unravelled."""
+    unravel = (lambda tree: tree) if unravel is None else unravel
+    grad_fn = jax.value_and_grad(lambda params, memory, key, batch: method.loss(unravel(params), memory, key, batch,
+                                                                                hyper, task), has_aux=True)
+
+    def step(params, memory, opt_state, key, batch):
+        (loss, aux), grads = grad_fn(params, memory, key, batch)
+        updates, opt_state = optimiser.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        if method.on_step is not None:
+            memory = method.on_step(memory, unravel(grads), unravel(params), unravel(new_params), hyper, task)
+        return new_params, memory, opt_state, loss, aux
+    return step
+
 def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
                       on_epoch: Callable | None = None) -> Callable:
     """The whole training of one task on `n_rows` training rows: `run(key, state, hyper, xs, ys, index)` ->
@@ -219,11 +244,7 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
         task = TaskInfo(index, n, nb, method.training.data_scale)
         optimiser = onecycle_adam(hyper["learning_rate"], epochs * nb)
         flat_params, unravel = ravel_pytree(state.params)
-
-        def flat_loss(flat, memory, key, batch):
-            return method.loss(unravel(flat), memory, key, batch, hyper, task)
-
-        grad_fn = jax.value_and_grad(flat_loss, has_aux=True)
+        update = task_update(method, hyper, task, optimiser, unravel)
 
         # memory changes during a task only through on_step; without it, it is a constant of the loop, not a carry
         carries_memory = method.on_step is not None
@@ -231,11 +252,9 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
         def batch_step(carry, inputs):
             params, memory, opt_state = carry if carries_memory else (carry[0], state.memory, carry[1])
             rows, mask, step_key, real = inputs
-            (loss, aux), grads = grad_fn(params, memory, step_key, Batch(xs[rows], ys[rows], mask))
-            updates, new_opt_state = optimiser.update(grads, opt_state, params)
-            new_params = optax.apply_updates(params, updates)
+            new_params, memory, new_opt_state, loss, aux = update(params, memory, opt_state, step_key,
+                                                                  Batch(xs[rows], ys[rows], mask))
             if carries_memory:
-                memory = method.on_step(memory, unravel(grads), unravel(params), unravel(new_params), hyper, task)
                 new = (new_params, memory, new_opt_state)
             else:
                 new = (new_params, new_opt_state)
@@ -244,10 +263,8 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
             return new, (loss, aux)
 
         def epoch_step(carry, epoch):
-            keys = named_keys(jax.random.fold_in(key, epoch), "shuffle", "steps")
-            rows, mask = epoch_batches(keys["shuffle"], n, batch_size, n_rows if padded else None)
+            rows, mask, step_keys = epoch_plan(key, epoch, n, batch_size, slots, n_rows if padded else None)
             real = jnp.arange(slots) < nb
-            step_keys = jax.random.split(keys["steps"], slots)
             carry, (losses, aux) = jax.lax.scan(batch_step, carry, (rows, mask, step_keys, real))
             if on_epoch is not None:
                 jax.debug.callback(on_epoch, epoch)
