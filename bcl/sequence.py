@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .compilation import (PROGRAMS, _predict_program, enable_compilation_cache,  # noqa: F401
+                             fast_compile_options, fitting_chunk)  # enable_compilation_cache: re-exported for cli, batch
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
 from .core import Split, TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
 from .metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
@@ -26,12 +28,10 @@ from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_
                        TaskInfo)
 
 # %% auto #0
-__all__ = ['PROGRAMS', 'FAST_COMPILE_MAX_PARAMETERS', 'FAST_COMPILE_MAX_WORK', 'EVAL_MEMORY_FRACTION', 'SPLITS', 'METRICS',
-           'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'COMPILATION_CACHE_ENV', 'hyper_grid', 'hyper_configs',
-           'check_sequence', 'DataProblem', 'data_problems', 'check_data', 'fast_compile_options', 'free_memory',
-           'program_bytes', 'fitting_chunk', 'in_chunks', 'predict_in_chunks', 'SequenceResult', 'seed_mesh',
-           'on_seed_mesh', 'check_task_keys', 'train_sequence', 'select_by_validation', 'result_table', 'save_table',
-           'compilation_cache_dir', 'enable_compilation_cache']
+__all__ = ['SPLITS', 'METRICS', 'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence',
+           'DataProblem', 'data_problems', 'check_data', 'in_chunks', 'predict_in_chunks', 'SequenceResult',
+           'seed_mesh', 'on_seed_mesh', 'check_task_keys', 'train_sequence', 'select_by_validation', 'result_table',
+           'save_table']
 
 # %% ../nbs/07b_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -142,107 +142,7 @@ def check_data(method: Method, sequence: TaskSequence) -> None:
         raise ValueError(f"Method {method.name!r} cannot train on {sequence.name!r}; change these settings:\n"
                          + "\n".join(f"  - {p.message}" for p in problems))
 
-# %% ../nbs/07b_sequence.ipynb #1b9b8ecf
-def _placement(x):
-    "How an argument is split over devices, for the cache key: its `NamedSharding`'s spec and mesh size; else None."
-    sharding = getattr(x, "sharding", None)
-    if isinstance(sharding, jax.sharding.NamedSharding) and sharding.mesh.size > 1:
-        return str(sharding.spec), sharding.mesh.size
-    return None
-
-class _Programs:
-    "Ahead-of-time compiled executables keyed by (name, argument signature), with compile time accounting."
-    def __init__(self, max_size: int = 64):
-        self.cache: dict = {}
-        self.max_size = max_size
-
-    def compile(self, name, make: Callable, *args, compiler_options: dict | None = None):
-        "The executable of `make()` for `args` (from the cache, or compiled now) and the seconds spent compiling."
-        leaves, treedef = jax.tree.flatten(args)
-        options = dict(compiler_options or {})
-        signature = (name, treedef, tuple((np.shape(x), str(jnp.result_type(x)) if not jax.dtypes.issubdtype(
-            getattr(x, "dtype", None), jax.dtypes.prng_key) else "key", _placement(x)) for x in leaves),
-            tuple(sorted(options.items())))
-        compile_s = 0.0
-        if signature not in self.cache:
-            start = time.perf_counter()
-            compiled = jax.jit(make()).lower(*args).compile(compiler_options=options or None)
-            compile_s = time.perf_counter() - start
-            if len(self.cache) >= self.max_size:
-                self.cache.pop(next(iter(self.cache)))
-            self.cache[signature] = compiled
-        return self.cache[signature], compile_s
-
-    def __call__(self, name, make: Callable, *args, compiler_options: dict | None = None):
-        executable, compile_s = self.compile(name, make, *args, compiler_options=compiler_options)
-        start = time.perf_counter()
-        out = jax.block_until_ready(executable(*args))
-        return out, compile_s, time.perf_counter() - start
-
-PROGRAMS = _Programs()
-
-FAST_COMPILE_MAX_PARAMETERS = 20_000
-FAST_COMPILE_MAX_WORK = 100_000  # parameters × draws per step
-
-def fast_compile_options(n_parameters: int, fast_compile: bool | None = None, draws_per_step: int = 1) -> dict:
-    """XLA options for a program of a method with `n_parameters` (per seed) and `draws_per_step` parameter draws: on
-    CPU, small programs (at most `FAST_COMPILE_MAX_PARAMETERS` parameters and `FAST_COMPILE_MAX_WORK` parameters ×
-    draws; or whenever `fast_compile=True`) skip LLVM's optimisations, which take most of the wall time of small
-    experiments; `fast_compile=False` never does."""
-    if fast_compile is None:
-        fast_compile = (jax.default_backend() == "cpu" and n_parameters <= FAST_COMPILE_MAX_PARAMETERS
-                        and n_parameters * draws_per_step <= FAST_COMPILE_MAX_WORK)
-    return {"xla_backend_optimization_level": 0} if fast_compile else {}
-
 # %% ../nbs/07b_sequence.ipynb #c4d9e8f2
-EVAL_MEMORY_FRACTION = 0.4  # of the free memory, for one evaluation program
-
-def free_memory(device=None) -> int:
-    """Bytes free for a new program on `device` (default: JAX's first device): an accelerator's memory limit less the
-    bytes in use; on CPU, the host's available memory."""
-    device = device or jax.devices()[0]
-    stats = device.memory_stats() if device.platform != "cpu" else None
-    if stats and "bytes_limit" in stats:
-        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
-    import psutil
-    return int(psutil.virtual_memory().available)
-
-def program_bytes(executable) -> int | None:
-    "Bytes a compiled program holds while it runs (arguments, outputs and temporaries), or None where XLA cannot say."
-    stats = executable.memory_analysis()
-    if stats is None:
-        return None
-    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
-               - stats.alias_size_in_bytes)
-
-def _predict_program(method: Method):
-    return ("predict", method.predict), lambda: jax.vmap(method.predict, in_axes=(0, 0, None))
-
-def fitting_chunk(method: Method, predict_keys, params, xs, chunk: int = 4096, memory_budget: int | None = None,
-                  compiler_options: dict | None = None, timings: dict | None = None) -> int:
-    """The number of points per prediction program: at most `chunk` and len(`xs`), shrunk to a power of two until the
-    compiled program of `method.predict` (vmapped over the seeds of `predict_keys` and `params`) needs at most
-    `memory_budget` bytes (default: `EVAL_MEMORY_FRACTION` of `free_memory()`)."""
-    if memory_budget is None:
-        memory_budget = int(EVAL_MEMORY_FRACTION * free_memory())
-    name, make = _predict_program(method)
-    size = max(1, min(int(chunk), len(xs)))
-    while True:
-        executable, compile_s = PROGRAMS.compile(name, make, predict_keys, params, np.asarray(xs[:size], np.float32),
-                                                 compiler_options=compiler_options)
-        if timings is not None:
-            timings["compile_s"] = timings.get("compile_s", 0.0) + compile_s
-        need = program_bytes(executable)
-        if need is None or need <= memory_budget:
-            return size
-        if size == 1:
-            raise MemoryError(
-                f"Predicting one point with {method.name!r} for {len(predict_keys)} seeds needs {need / 2**30:.2f} GiB, "
-                f"more than the {memory_budget / 2**30:.2f} GiB budget ({EVAL_MEMORY_FRACTION:.0%} of the free "
-                "memory): run fewer seeds at once, fewer predictive draws (predict_sample_size), or free memory.")
-        fits = memory_budget * size // need  # points the budget allows at this cost per point
-        size = min(size // 2, 1 << max(0, int(fits).bit_length() - 1))
-
 def in_chunks(run: Callable, xs, size: int, axis: int = 0) -> np.ndarray:
     """`run(block)` over equal blocks of `size` rows of `xs` (the last padded with zero rows, so one compiled program
     serves them all), concatenated along the output's point axis `axis` and cut to the `len(xs)` real points."""
@@ -542,27 +442,3 @@ def save_table(table: pd.DataFrame, stem: str | os.PathLike) -> tuple[Path, Path
     json_path = atomic_write_bytes(stem.with_suffix(".json"), table.to_json(orient="records", indent=1).encode())
     csv_path = atomic_write_bytes(stem.with_suffix(".csv"), table.to_csv(index=False).encode())
     return json_path, csv_path
-
-# %% ../nbs/07b_sequence.ipynb #4e3e2a49
-COMPILATION_CACHE_ENV = "BCL_COMPILATION_CACHE"
-
-def compilation_cache_dir() -> Path | None:
-    "Where compiled programs are cached: `$BCL_COMPILATION_CACHE` (`off` for nowhere), by default `results/jax_cache`."
-    from bcl.core import results_dir
-    value = os.environ.get(COMPILATION_CACHE_ENV, "").strip()
-    if value.lower() in ("off", "0", "none", "false"):
-        return None
-    return Path(value) if value else results_dir() / "jax_cache"
-
-def enable_compilation_cache(folder: str | Path | None = None) -> Path | None:
-    "Turn on JAX's persistent compilation cache in `folder` (default `compilation_cache_dir()`) here and in child processes, for every program however small or quick to compile; the folder, or None when turned off."
-    folder = compilation_cache_dir() if folder is None else Path(folder)
-    if folder is None:
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    settings = {"jax_compilation_cache_dir": str(folder), "jax_persistent_cache_min_compile_time_secs": 0,
-                "jax_persistent_cache_min_entry_size_bytes": -1}  # -1: no size limit, and no override of it
-    for name, value in settings.items():
-        jax.config.update(name, value)
-        os.environ[name.upper()] = str(value)  # papermill kernels and Dask workers read JAX's settings from here
-    return folder

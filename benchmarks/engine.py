@@ -30,7 +30,8 @@ from bcl.data import load_sequence
 from bcl.map import finetuning, map_suite
 from bcl.models import make_model
 from bcl.paper import map_settings, sequence_setup
-from bcl.sequence import PROGRAMS, train_sequence
+from bcl.compilation import PROGRAMS
+from bcl.sequence import train_sequence
 
 
 def suite_time(sequence, seeds):

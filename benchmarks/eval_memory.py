@@ -1,8 +1,8 @@
 """Evaluation memory benchmark: prints JSON lines.
 
 For one Table faa cell (default: the CNN P-GM-VCL cell on CI split MNIST-5k, offline profile, 5 seeds), XLA's memory
-analysis of the evaluation program (`bcl.sequence.program_bytes`) at several chunk sizes, the chunk that
-`bcl.sequence.fitting_chunk` picks within its budget (40 % of the free memory), and the wall time of
+analysis of the evaluation program (`bcl.compilation.program_bytes`) at several chunk sizes, the chunk that
+`bcl.compilation.fitting_chunk` picks within its budget (40 % of the free memory), and the wall time of
 `predict_in_chunks` on all validation and test points with freshly initialised parameters (the program's cost does
 not depend on the parameters' values). Each line carries the provenance (versions, device, CPU, commit).
 
@@ -24,7 +24,8 @@ import numpy as np
 
 from bcl.core import named_keys
 from bcl.provenance import provenance
-from bcl.sequence import PROGRAMS, SPLITS, fitting_chunk, free_memory, predict_in_chunks, program_bytes
+from bcl.compilation import PROGRAMS, fitting_chunk, free_memory, program_bytes
+from bcl.sequence import SPLITS, predict_in_chunks
 from bcl.plan import plan_cell
 from bcl.table import build_cell_method, load_cell_sequence
 

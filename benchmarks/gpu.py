@@ -164,7 +164,8 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
     import jax.numpy as jnp
     import numpy as np
     from bcl.core import Split, Task, TaskSequence, tree_size
-    from bcl.sequence import _as_grid, fast_compile_options
+    from bcl.compilation import fast_compile_options
+    from bcl.sequence import _as_grid
     from bcl.train import make_task_program, n_batches, vmap_program
 
     network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]

@@ -40,7 +40,8 @@ from bcl.map import finetuning
 from bcl.mixture import COMPONENT_NOISE
 from bcl.models import make_model
 from bcl.metrics import final_average_accuracy
-from bcl.sequence import PROGRAMS, train_sequence
+from bcl.compilation import PROGRAMS
+from bcl.sequence import train_sequence
 from bcl.paper import SVI_METHODS as METHOD_NAMES, sequence_setup
 from bcl.svi import svi_suite
 from bcl.train import make_task_program, vmap_program
