@@ -5,7 +5,7 @@
 # %% ../nbs/02_mixture.ipynb #30e6b8f3
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple, get_args
 
 import jax
 import jax.numpy as jnp
@@ -16,9 +16,9 @@ from .core import (check_positive, check_same_structure, named_keys, random_flat
 from .gaussian import Gaussian, _flat_log_density, gaussian_prior
 
 # %% auto #0
-__all__ = ['COMPONENT_NOISE', 'Mixture', 'check_mixture', 'mixture_weights', 'mixture_component', 'mixture_from_gaussian',
-           'mixture_init', 'mixture_prior', 'gumbel_softmax_weights', 'check_component_noise', 'mixture_sample',
-           'mixture_log_density']
+__all__ = ['ComponentNoise', 'COMPONENT_NOISE', 'Mixture', 'check_mixture', 'mixture_weights', 'mixture_component',
+           'mixture_from_gaussian', 'mixture_init', 'mixture_prior', 'gumbel_softmax_weights', 'check_component_noise',
+           'mixture_sample', 'mixture_log_density']
 
 # %% ../nbs/02_mixture.ipynb #60bd43b1
 class Mixture(NamedTuple):
@@ -93,17 +93,18 @@ def gumbel_softmax_weights(key: jax.Array, logits: jax.Array, sample_size: int,
     return jax.nn.softmax((logits + gumbel) / temperature, axis=-1)
 
 # %% ../nbs/02_mixture.ipynb #7d7d3634
-COMPONENT_NOISE = ("independent", "collapsed", "shared")
+ComponentNoise = Literal["independent", "collapsed", "weighted-std"]  # how a GM draw gets its normals
+COMPONENT_NOISE = get_args(ComponentNoise)
 
-def check_component_noise(component_noise: str) -> None:
-    "`ValueError` unless `component_noise` is one of `COMPONENT_NOISE`."
+def check_component_noise(component_noise: ComponentNoise) -> None:
+    "`ValueError` unless `component_noise` is one of `COMPONENT_NOISE` (the one check of the noise mode)."
     if component_noise not in COMPONENT_NOISE:
         raise ValueError(f"component_noise must be one of {COMPONENT_NOISE}, got {component_noise!r}.")
 
 def mixture_sample(key: jax.Array, q: Mixture, sample_size: int, temperature: float = 1e-3,
-                   component_noise: str = "independent") -> Any:
+                   component_noise: ComponentNoise = "independent") -> Any:
     """`sample_size` reparameterised draws θ = Σ_k κ̃_k (μ_k + σ_k ⊙ z_k) (eq. (7) of the paper); every leaf gets a leading (S,)
-    axis. `"collapsed"`: the same law from one z per sample, scaled by (Σ_k κ̃_k² σ_k²)^½; `"shared"`: scaled by
+    axis. `"collapsed"`: the same law from one z per sample, scaled by (Σ_k κ̃_k² σ_k²)^½; `"weighted-std"`: scaled by
     Σ_k κ̃_k σ_k (the same law only where κ̃ is one-hot)."""
     n_components = check_mixture(q)
     check_positive("sample_size", sample_size, integer=True)

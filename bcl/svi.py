@@ -5,7 +5,8 @@
 # %% ../nbs/10_svi.ipynb #89f7b8b2
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -15,18 +16,20 @@ from .core import TaskSequence, check_positive, named_keys, random_flat
 from .gaussian import Gaussian, diagonal_gaussian_kl, gaussian_init, gaussian_kl, gaussian_prior, gaussian_sample
 from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
 from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance
-from .mixture import Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
+from .mixture import ComponentNoise, Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
 from .models import Model, make_model
 from .paper import N_COMPONENTS, SVI_METHODS, sequence_setup, svi_settings
+from .paper import method_info as paper_method_info
 from .paper import method_name as paper_method_name
 from .train import (Batch, Coreset, Method, MethodState, Training, coreset_add, coreset_draw, coreset_init, nll_sum,
                        output_units, predict_probabilities)
 
 # %% auto #0
-__all__ = ['SPACES', 'FOCUSES', 'KL_WEIGHTINGS', 'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl',
+__all__ = ['KL_WEIGHTINGS', 'KLWeighting', 'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl',
            'expected_nll', 'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds',
-           'uniform_inducing_points', 'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'svi_method_name', 'svi',
-           'sequence_settings', 'sequence_model', 'svi_method', 'svi_suite']
+           'uniform_inducing_points', 'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'GaussianFamily',
+           'MixtureFamily', 'PriorFocus', 'LikelihoodFocus', 'SVITraining', 'ParameterSpace', 'FunctionSpace',
+           'svi_method_name', 'svi', 'svi_parts', 'svi_method', 'sequence_settings', 'sequence_model', 'svi_suite']
 
 # %% ../nbs/10_svi.ipynb #2492cdfa
 def _check_components(n_components) -> None:
@@ -147,57 +150,171 @@ def bma_probabilities(model: Model, likelihood: str, q, key: jax.Array, xs, samp
     return probs.mean(0)
 
 # %% ../nbs/10_svi.ipynb #6e59817d
-SPACES = ("parameter", "function")
-FOCUSES = ("prior", "likelihood")
-KL_WEIGHTINGS = ("code", "paper")
-
 class SVIMemory(NamedTuple):
     "What an SVI method keeps between steps and tasks: the prior of the KL term and the coreset (or `()`)."
     prior: Any
     coreset: Any
 
-def svi_method_name(space: str, focus: str, n_components: int | None) -> str:
-    "The canonical name (`bcl.paper`), e.g. `p-gm-sfsvi`."
-    return f"{focus[0]}-{'g' if n_components is None else 'gm'}-{'vcl' if space == 'parameter' else 'sfsvi'}"
-
 def _concat(batch: Batch, replay: Batch) -> Batch:
     return Batch(*(jnp.concatenate([a, b.astype(a.dtype)]) for a, b in zip(batch, replay)))
 
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+def _check_coreset(coreset_size, coreset_batch, what: str) -> None:
+    check_positive("coreset_size", coreset_size, integer=True)
+    if coreset_batch > coreset_size:
+        raise ValueError(f"{what} ({coreset_batch}) cannot exceed coreset_size ({coreset_size}): coreset batches are "
+                         "drawn without replacement from one task's coreset.")
+
+@dataclass(frozen=True)
+class GaussianFamily:
+    "The family G: q is one diagonal `bcl.gaussian.Gaussian`, σ = softplus(ρ), ρ drawn N(rho_mean, rho_std²)."
+    rho_mean: float = -2.0
+    rho_std: float = 0.05
+    n_components = None  # a Gaussian has no components
+    temperature, noise = 1e-3, "independent"  # what the samplers are given for a Gaussian (they do not use them)
+    letter = "g"
+
+    def init_scales(self) -> dict:
+        return dict(rho_mean=self.rho_mean, rho_std=self.rho_std)
+
+@dataclass(frozen=True)
+class MixtureFamily:
+    """The family GM: q is a `bcl.mixture.Mixture` of `n_components` Gaussians, sampled by eqs. (6), (7) with
+    Gumbel-softmax `temperature`; `noise` is the sampler's `bcl.mixture.ComponentNoise`; the logits start N(0, logit_std²)."""
+    n_components: int = N_COMPONENTS
+    noise: ComponentNoise = "independent"
+    temperature: float = 1e-3
+    rho_mean: float = -2.0
+    rho_std: float = 0.05
+    logit_std: float = 1.0
+    letter = "gm"
+
+    def __post_init__(self):
+        check_positive("n_components", self.n_components, integer=True)
+        check_component_noise(self.noise)
+        check_positive("temperature", self.temperature)
+
+    def init_scales(self) -> dict:
+        return dict(rho_mean=self.rho_mean, rho_std=self.rho_std, logit_std=self.logit_std)
+
+@dataclass(frozen=True)
+class PriorFocus:
+    """Prior focus (P, eqs. (3), (10), (12)): the NLL sees the batch, and after a task the prior becomes q_t.
+    `coreset_size` points of each task are stored only in function space (P-S-FSVI's inducing inputs)."""
+    coreset_size: int | None = None
+    letter = "p"
+
+    def uses_coreset(self, space) -> bool:
+        return isinstance(space, FunctionSpace)
+
+    def fit_batch(self, keys, batch, memory):
+        return batch
+
+    def next_prior(self, state):
+        return state.params
+
+@dataclass(frozen=True)
+class LikelihoodFocus:
+    """Likelihood focus (L, eqs. (5), (15)): the NLL sees the batch followed by `coreset_batch` stored points of one
+    past task, and the prior stays q_0; `coreset_size` points of each task are stored at its end."""
+    coreset_batch: int
+    coreset_size: int
+    letter = "l"
+
+    def __post_init__(self):
+        check_positive("coreset_batch", self.coreset_batch, integer=True)
+        _check_coreset(self.coreset_size, self.coreset_batch, "coreset_batch")
+
+    def uses_coreset(self, space) -> bool:
+        return True
+
+    def fit_batch(self, keys, batch, memory):
+        return _concat(batch, coreset_draw(keys["coreset"], memory.coreset, self.coreset_batch))
+
+    def next_prior(self, state):
+        return state.memory.prior
+
+@dataclass(frozen=True)
+class SVITraining:
+    """What every variational method needs beyond its parts (the learning rate is a hyperparameter of the run):
+    B = `batch_size`, `epochs` per task, S = `sample_size` draws per step, `predict_sample_size` draws of the
+    Bayesian model average, and the `precision` τ of the initial prior N(0, 1/τ)."""
+    batch_size: int
+    epochs: int
+    sample_size: int = 10
+    predict_sample_size: int = 10
+    precision: float = 1.0
+
+    def __post_init__(self):
+        for name in ("batch_size", "epochs", "sample_size", "predict_sample_size"):
+            check_positive(name, getattr(self, name), integer=True)
+        check_positive("precision", self.precision)
+
+@dataclass(frozen=True)
+class ParameterSpace:
+    "Parameter space (VCL): the KL of q to the prior over all parameters, weighted 1/(batches per task)."
+    word = "vcl"
+
+    def kl_weight(self, focus, training: SVITraining):
+        return lambda task: 1.0 / task.penalty_batches
+
+    def free_energy(self, model: Model, likelihood: str, family, focus, training: SVITraining):
+        def free_energy(q, memory, keys, batch, weight):
+            return vcl_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, weight,
+                                   training.sample_size, family.temperature, family.noise)
+        return free_energy
+
+KL_WEIGHTINGS = ("code", "paper")
+KLWeighting = Literal["code", "paper"]
+
+@dataclass(frozen=True)
+class FunctionSpace:
+    """Function space (S-FSVI): the KL of the linearised outputs at M = `n_inducing` inducing inputs per step, drawn
+    uniformly from the box [`low`, `high`] (scalars or one value per input feature). With prior focus they are
+    stored coreset inputs once there are any, with probability `coreset_prob`. `kl_weighting` 'code' (the authors'):
+    κ = B/(t M) (P) or B/M (L); 'paper': B/C (with L's C = `coreset_batch`). `chunk_size`: inducing inputs per chunk
+    of the KL (None: all at once)."""
+    low: Any
+    high: Any
+    n_inducing: int
+    coreset_prob: float = 1.0
+    kl_weighting: KLWeighting = "code"
+    chunk_size: int | None = None
+    word = "sfsvi"
+
+    def __post_init__(self):
+        if self.low is None or self.high is None:
+            raise ValueError("S-FSVI needs inducing_low and inducing_high, the bounds of the uniform inducing inputs.")
+        check_positive("n_inducing", self.n_inducing, integer=True)
+        if not 0.0 <= self.coreset_prob <= 1.0:
+            raise ValueError(f"coreset_prob must be a probability in [0, 1], got {self.coreset_prob!r}.")
+        if self.kl_weighting not in KL_WEIGHTINGS:
+            raise ValueError(f"kl_weighting must be one of {KL_WEIGHTINGS}, got {self.kl_weighting!r}.")
+
+    def kl_weight(self, focus, training: SVITraining):
+        b = training.batch_size
+        if isinstance(focus, PriorFocus):
+            def kl_weight(task):
+                scale = 1.0 if self.kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
+                return b / self.n_inducing * scale
+            return kl_weight
+        return lambda task: b / (focus.coreset_batch if self.kl_weighting == "paper" else self.n_inducing)
+
+    def free_energy(self, model: Model, likelihood: str, family, focus, training: SVITraining):
+        low, high = inducing_bounds(self.low, self.high, model.input_shape)
+        def free_energy(q, memory, keys, batch, weight):
+            if isinstance(focus, PriorFocus):
+                inducing = _prior_inducing_points(keys, memory.coreset, self.n_inducing, low, high, self.coreset_prob)
+            else:
+                inducing = uniform_inducing_points(keys["inducing"], self.n_inducing, low, high)
+            return sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing, weight,
+                                     training.sample_size, family.temperature, self.chunk_size, family.noise)
+        return free_energy
+
+def svi_method_name(family, focus, space) -> str:
+    "The canonical name (`bcl.paper`) of the combination, e.g. `p-gm-sfsvi`."
+    return f"{focus.letter}-{family.letter}-{space.word}"
 
 # %% ../nbs/10_svi.ipynb #fb4ad2eb
-def _check_svi_settings(model: Model, *, space, focus, n_components, batch_size, epochs, coreset_batch, coreset_size,
-                        n_inducing, inducing_low, inducing_high, sample_size, predict_sample_size, precision,
-                        temperature, coreset_prob, kl_weighting, component_noise, **_) -> tuple:
-    "`ValueError` naming the first bad argument of `svi`; the inducing box (low, high) for S-FSVI, else (None, None)."
-    _check_choice("space", space, SPACES)
-    _check_choice("focus", focus, FOCUSES)
-    _check_choice("kl_weighting", kl_weighting, KL_WEIGHTINGS)
-    _check_components(n_components)
-    for name, value in (("batch_size", batch_size), ("epochs", epochs), ("sample_size", sample_size),
-                        ("predict_sample_size", predict_sample_size)):
-        check_positive(name, value, integer=True)
-    check_positive("precision", precision)
-    check_positive("temperature", temperature)
-    check_component_noise(component_noise)
-    if not 0.0 <= coreset_prob <= 1.0:
-        raise ValueError(f"coreset_prob must be a probability in [0, 1], got {coreset_prob!r}.")
-    if focus == "likelihood" or space == "function":
-        check_positive("coreset_batch", coreset_batch, integer=True)
-        check_positive("coreset_size", coreset_size, integer=True)
-        if coreset_batch > coreset_size:
-            raise ValueError(f"coreset_batch ({coreset_batch}) cannot exceed coreset_size ({coreset_size}): coreset "
-                             "batches are drawn without replacement from one task's coreset.")
-    if space != "function":
-        return None, None
-    if inducing_low is None or inducing_high is None:
-        raise ValueError("S-FSVI needs inducing_low and inducing_high, the bounds of the uniform inducing inputs.")
-    if focus == "likelihood":
-        check_positive("n_inducing", n_inducing, integer=True)
-    return inducing_bounds(inducing_low, inducing_high, model.input_shape)
-
 def _prior_inducing_points(keys: dict, coreset: Coreset, n: int, low, high, coreset_prob: float):
     "P-S-FSVI's inducing inputs: `n` stored coreset inputs once there are any (with probability `coreset_prob`), else uniform."
     uniform = uniform_inducing_points(keys["inducing"], n, low, high)
@@ -209,119 +326,106 @@ def _prior_inducing_points(keys: dict, coreset: Coreset, n: int, low, high, core
         use_coreset = jnp.logical_and(use_coreset, jax.random.uniform(keys["coin"]) < coreset_prob)
     return jnp.where(use_coreset, stored.astype(uniform.dtype), uniform)
 
-def _svi_init(model: Model, n_components: int | None, precision: float, coreset_size: int | None, init_scales: dict):
+def _svi_init(model: Model, family, precision: float, coreset_size: int | None):
     """`init(key, sequence)` of an SVI method: q, the prior N(0, 1/precision) (K copies for GM), an empty coreset.
     (A coreset larger than a task is refused before this, by `bcl.sequence.data_problems`, for every method alike.)"""
+    n_components = family.n_components
     def init(key, sequence: TaskSequence):
-        q = variational_init(key, model.init, n_components, **init_scales)
+        q = variational_init(key, model.init, n_components, **family.init_scales())
         like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
         prior = variational_prior(like, n_components, precision)
         coreset = () if coreset_size is None else coreset_init(len(sequence), coreset_size, model.input_shape)
         return MethodState(q, SVIMemory(prior, coreset))
     return init
 
-def _kl_weight(space: str, focus: str, kl_weighting: str, batch_size: int, coreset_batch: int | None,
-               n_inducing: int | None):
-    "`kl_weight(task)`: VCL 1/(batches per task); P-S-FSVI B/C over the task index; L-S-FSVI B/M ('paper': B/C both)."
-    def kl_weight(task):
-        if space == "parameter":
-            return 1.0 / task.penalty_batches
-        if focus == "prior":
-            scale = 1.0 if kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
-            return batch_size / coreset_batch * scale
-        return batch_size / (coreset_batch if kl_weighting == "paper" else n_inducing)
-    return kl_weight
+def _check_parts(family, focus, space, training) -> None:
+    "`ValueError` unless each part has the right type, and P-S-FSVI has a coreset its inducing inputs fit in."
+    for name, part, types in (("family", family, (GaussianFamily, MixtureFamily)),
+                              ("focus", focus, (PriorFocus, LikelihoodFocus)),
+                              ("space", space, (ParameterSpace, FunctionSpace)), ("training", training, (SVITraining,))):
+        if not isinstance(part, types):
+            raise ValueError(f"{name} must be one of {', '.join(t.__name__ for t in types)} (bcl.svi), got {part!r}.")
+    if isinstance(focus, PriorFocus) and isinstance(space, FunctionSpace):
+        _check_coreset(focus.coreset_size, space.n_inducing, "P-S-FSVI's n_inducing")
 
-def _focus_parts(focus: str, coreset_batch: int | None):
-    """The focus part: `fit_batch(keys, batch, memory)`, the points the NLL sees (likelihood: the batch followed by a
-    coreset batch of one stored task), and `next_prior(state)`, the prior after a task (prior: q; likelihood: q_0)."""
-    if focus == "prior":
-        return (lambda keys, batch, memory: batch), (lambda state: state.params)
-    def fit_batch(keys, batch, memory):
-        return _concat(batch, coreset_draw(keys["coreset"], memory.coreset, coreset_batch))
-    return fit_batch, (lambda state: state.memory.prior)
-
-def _space_free_energy(model: Model, likelihood: str, space: str, focus: str, *, sample_size, temperature,
-                       component_noise, inducing_box, n_inducing, coreset_batch, coreset_prob, chunk_size):
-    """The space part: `free_energy(q, memory, keys, batch, weight) -> (loss, aux)`, VCL's parameter-space KL or
-    S-FSVI's function-space KL at inducing inputs (prior focus: coreset inputs, else uniform; likelihood: uniform).
-    The family (G or GM) is the type of q and the prior, dispatched inside the KL and the sampler."""
-    if space == "parameter":
-        def free_energy(q, memory, keys, batch, weight):
-            return vcl_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, weight, sample_size,
-                                   temperature, component_noise)
-        return free_energy
-    low, high = inducing_box
-    def free_energy(q, memory, keys, batch, weight):
-        if focus == "prior":
-            inducing = _prior_inducing_points(keys, memory.coreset, coreset_batch, low, high, coreset_prob)
-        else:
-            inducing = uniform_inducing_points(keys["inducing"], n_inducing, low, high)
-        return sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing, weight,
-                                 sample_size, temperature, chunk_size, component_noise)
-    return free_energy
+def _flat_settings(family, focus, space, training) -> dict:
+    """The parts as one flat dict (`Method.settings`), keyed as `bcl.paper.svi_settings` (P-S-FSVI's M is its
+    `coreset_batch`): what `bcl.sequence.data_problems` checks, and the record."""
+    fs, prior = isinstance(space, FunctionSpace), isinstance(focus, PriorFocus)
+    return dict(space="function" if fs else "parameter", focus="prior" if prior else "likelihood",
+                n_components=family.n_components, batch_size=training.batch_size, epochs=training.epochs,
+                coreset_batch=(space.n_inducing if fs else None) if prior else focus.coreset_batch,
+                coreset_size=focus.coreset_size if focus.uses_coreset(space) else None,
+                n_inducing=space.n_inducing if fs and not prior else None,
+                inducing_low=np.asarray(space.low, float).tolist() if fs else None,
+                inducing_high=np.asarray(space.high, float).tolist() if fs else None,
+                sample_size=training.sample_size, predict_sample_size=training.predict_sample_size,
+                precision=training.precision, temperature=family.temperature,
+                coreset_prob=space.coreset_prob if fs else None, kl_weighting=space.kl_weighting if fs else None,
+                chunk_size=space.chunk_size if fs else None, component_noise=family.noise, **family.init_scales())
 
 def svi(model: Model,  # the network (`bcl.models.make_model`)
         likelihood: str,  # 'softmax' or 'sigmoid'
-        *,
-        space: str,  # 'parameter' (VCL) or 'function' (S-FSVI)
-        focus: str,  # 'prior' or 'likelihood'
-        n_components: int | None = None,  # None: Gaussian q (G); K: a mixture of K Gaussians (GM)
-        batch_size: int,  # B, training points per step
-        epochs: int,  # passes over each task's training set
-        coreset_batch: int | None = None,  # C, coreset points per step (L-methods, P-S-FSVI's inducing inputs)
-        coreset_size: int | None = None,  # points stored per task at its end
-        n_inducing: int | None = None,  # M, uniform inducing inputs per step (L-S-FSVI)
-        inducing_low=None,  # lower corner of the inducing box (S-FSVI), a scalar or one value per input
-        inducing_high=None,  # upper corner of the inducing box
-        sample_size: int = 10,  # S, parameter draws per step
-        predict_sample_size: int = 10,  # parameter draws of the Bayesian model average at prediction
-        precision: float = 1.0,  # of the initial prior N(0, 1/precision)
-        temperature: float = 1e-3,  # of the Gumbel-softmax mixture weights (eq. (6))
-        coreset_prob: float = 1.0,  # P-S-FSVI: probability of coreset (not uniform) inducing inputs once stored
-        kl_weighting: str = "code",  # S-FSVI's KL weight; 'code' (the authors'): P B/(C t), L B/M; 'paper': B/C
-        chunk_size: int | None = None,  # inducing inputs per chunk of the function-space KL (None: all at once)
-        rho_mean: float = -2.0,  # initial ρ of q's scales, σ = softplus(ρ), drawn N(rho_mean, rho_std²)
-        rho_std: float = 0.05,
-        logit_std: float = 1.0,  # initial mixture logits ~ N(0, logit_std²)
-        component_noise: str = "independent",  # GM draws: 'independent' (the authors'), 'collapsed' or 'shared'
+        family: GaussianFamily | MixtureFamily,  # G or GM (K components, the sampler's noise, T)
+        focus: PriorFocus | LikelihoodFocus,  # P or L (coreset batch C and size)
+        space: ParameterSpace | FunctionSpace,  # VCL or S-FSVI (inducing box, M, coreset_prob, κ)
+        training: SVITraining,  # B, epochs, S, prediction draws, prior precision
        ) -> Method:
-    """One of the eight variational methods: `space` 'parameter' (VCL) or 'function' (S-FSVI), `focus` 'prior' or
-    'likelihood', `n_components` None (G) or K (GM). `hyper` needs only 'learning_rate'."""
-    settings = {k: v for k, v in locals().items() if k not in ("model", "likelihood")}  # the arguments, as given
-    low, high = _check_svi_settings(model, **settings)
-    uses_coreset = focus == "likelihood" or space == "function"
-    name = svi_method_name(space, focus, n_components)
-    init = _svi_init(model, n_components, precision, coreset_size if uses_coreset else None,
-                     dict(rho_mean=rho_mean, rho_std=rho_std, logit_std=logit_std))
-    kl_weight = _kl_weight(space, focus, kl_weighting, batch_size, coreset_batch, n_inducing)
-
-    fit_batch, next_prior = _focus_parts(focus, coreset_batch)
-    free_energy = _space_free_energy(model, likelihood, space, focus, sample_size=sample_size, temperature=temperature,
-                                     component_noise=component_noise, inducing_box=(low, high), n_inducing=n_inducing,
-                                     coreset_batch=coreset_batch, coreset_prob=coreset_prob, chunk_size=chunk_size)
+    """The variational method `family` × `focus` × `space` (one of the paper's eight) as a `bcl.train.Method`;
+    `hyper` needs only 'learning_rate'."""
+    _check_parts(family, focus, space, training)
+    uses_coreset = focus.uses_coreset(space)
+    init = _svi_init(model, family, training.precision, focus.coreset_size if uses_coreset else None)
+    kl_weight = space.kl_weight(focus, training)
+    free_energy = space.free_energy(model, likelihood, family, focus, training)
 
     def loss(q, memory, key, batch, hyper, task):
         keys = named_keys(key, "theta", "coreset", "inducing", "coin")
-        return free_energy(q, memory, keys, fit_batch(keys, batch, memory), kl_weight(task))
+        return free_energy(q, memory, keys, focus.fit_batch(keys, batch, memory), kl_weight(task))
 
     def end_task(key, state, split, hyper, task):
         coreset = coreset_add(key, state.memory.coreset, split) if uses_coreset else ()
-        return MethodState(state.params, SVIMemory(next_prior(state), coreset))
+        return MethodState(state.params, SVIMemory(focus.next_prior(state), coreset))
 
     def predict(key, q, xs):
-        return bma_probabilities(model, likelihood, q, key, xs, predict_sample_size, temperature, component_noise)
+        return bma_probabilities(model, likelihood, q, key, xs, training.predict_sample_size, family.temperature,
+                                 family.noise)
 
-    # what the method takes from the data, checked against it by `bcl.sequence.data_problems`: no coreset and no box
-    # where the method uses none (P-VCL's coreset_size, VCL's box), even if given
-    settings["coreset_size"] = coreset_size if uses_coreset else None
-    for bound in ("inducing_low", "inducing_high"):
-        if settings[bound] is not None and space == "function":
-            settings[bound] = np.asarray(settings[bound], float).tolist()
-        else:
-            settings[bound] = None
-    training = Training(batch_size, epochs, draws_per_step=max(sample_size, predict_sample_size))
-    return Method(name, model, likelihood, init, loss, end_task, predict, training, settings=settings)
+    steps = Training(training.batch_size, training.epochs,
+                     draws_per_step=max(training.sample_size, training.predict_sample_size))
+    return Method(svi_method_name(family, focus, space), model, likelihood, init, loss, end_task, predict, steps,
+                  settings=_flat_settings(family, focus, space, training))
+
+def svi_parts(name: str, *, n_components: int = N_COMPONENTS, batch_size: int, epochs: int,
+              coreset_batch: int | None = None, coreset_size: int | None = None, n_inducing: int | None = None,
+              inducing_low=None, inducing_high=None, sample_size: int = 10, predict_sample_size: int = 10,
+              precision: float = 1.0, temperature: float = 1e-3, coreset_prob: float = 1.0, kl_weighting: str = "code",
+              chunk_size: int | None = None, rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
+              component_noise: str = "independent") -> dict:
+    """{family, focus, space, training}: the parts of paper method `name` (`bcl.paper.method_info`) from the flat
+    settings of `bcl.paper.svi_settings` (the one place that reads them; 20 keywords, one per flat setting, so that
+    a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-S-FSVI, whose
+    M is its `coreset_batch`, the C inducing inputs of eq. (12); `coreset_size` of P-VCL)."""
+    info = paper_method_info(name)
+    if info.kind != "variational":
+        raise ValueError(f"{name!r} is not a variational method; choose one of {', '.join(SVI_METHODS)}.")
+    if info.family == "mixture":
+        family = MixtureFamily(n_components, component_noise, temperature, rho_mean, rho_std, logit_std)
+    else:
+        family = GaussianFamily(rho_mean, rho_std)
+    prior = info.focus == "prior"
+    focus = PriorFocus(coreset_size) if prior else LikelihoodFocus(coreset_batch, coreset_size)
+    if info.space == "function":
+        space = FunctionSpace(inducing_low, inducing_high, coreset_batch if prior else n_inducing, coreset_prob,
+                              kl_weighting, chunk_size)
+    else:
+        space = ParameterSpace()
+    training = SVITraining(batch_size, epochs, sample_size, predict_sample_size, precision)
+    return dict(family=family, focus=focus, space=space, training=training)
+
+def svi_method(name: str, model: Model, likelihood: str, **settings) -> Method:
+    "The method called `name` (one of `bcl.paper.SVI_METHODS`, any letter case) from flat settings (`svi_parts`)."
+    return svi(model, likelihood, **svi_parts(name, **settings))
 
 # %% ../nbs/10_svi.ipynb #0bb3123b
 def sequence_settings(name: str) -> dict:
@@ -334,16 +438,6 @@ def sequence_model(name: str, sequence: TaskSequence) -> Model:
     return make_model(cfg.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
                       conv_impl=cfg.conv_impl)
 
-def svi_method(name: str, model: Model, likelihood: str, *, n_components: int = N_COMPONENTS, **settings) -> Method:
-    "The method called `name` (one of `bcl.paper.SVI_METHODS`, any letter case); GM methods get `n_components`."
-    canonical = paper_method_name(name)
-    if canonical not in SVI_METHODS:
-        raise ValueError(f"{name!r} is not a variational method; choose one of {', '.join(SVI_METHODS)}.")
-    focus, family, space = canonical.split("-")
-    return svi(model, likelihood, space="parameter" if space == "vcl" else "function",
-               focus="prior" if focus == "p" else "likelihood",
-               n_components=None if family == "g" else n_components, **settings)
-
 def svi_suite(model: Model, likelihood: str, setup: str | dict, *, inducing_low=None, inducing_high=None,
               names: Sequence[str] = SVI_METHODS, **overrides) -> dict[str, tuple[Method, dict]]:
     "{name: (method, hyper)} for the methods `names` with the settings of `setup` (`overrides` apply to all)."
@@ -352,7 +446,7 @@ def svi_suite(model: Model, likelihood: str, setup: str | dict, *, inducing_low=
     for name in map(paper_method_name, names):
         settings = dict(table[name]) | overrides
         hyper = {"learning_rate": settings.pop("learning_rate")}
-        if name.endswith("sfsvi"):
+        if paper_method_info(name).space == "function":
             settings |= dict(inducing_low=inducing_low, inducing_high=inducing_high)
         suite[name] = (svi_method(name, model, likelihood, **settings), hyper)
     return suite

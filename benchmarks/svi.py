@@ -11,12 +11,12 @@
    task (HLO lines and fusions, a machine-independent measure of compile cost) and of the prediction program, with
    their lowering and compile times (which depend on the machine's load).
 
-`--component-noise collapsed` (the same law of samples as the default) or `shared` runs the GM methods with one
+`--component-noise collapsed` (the same law of samples as the default) or `weighted-std` (`shared` before issue 33) runs the GM methods with one
 normal per sample and parameter instead of one per component (`bcl.mixture.mixture_sample`); every line records
 the choice.
 
 Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--compile-size] [--n 640] [--epochs 3] [--repeats 3]
-       [--models linear fcnn256] [--methods P-G-VCL ...] [--component-noise independent|collapsed|shared]
+       [--models linear fcnn256] [--methods P-G-VCL ...] [--component-noise independent|collapsed|weighted-std]
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Usage: python experiments/svi_results.py [SEQUENCE ...] [--seeds N] [--methods NAME ...] [--progress]
                                         [--pretraining TASK] [--pretrain-epochs E]
-                                        [--component-noise collapsed|shared]
+                                        [--component-noise collapsed|weighted-std]
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
 pre-trained extractor (default pre-training task `fashionmnist`, cached under data/features), learned with a linear
