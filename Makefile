@@ -7,7 +7,7 @@ LOCK   := requirements-lock.txt
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 PROFILE ?= offline
 # The papermill templates, paired with percent-format scripts in experiments/templates/ for reviewable diffs.
-TEMPLATES := nbs/20_visualisation.ipynb nbs/21_table_cell.ipynb
+TEMPLATES := nbs/90_visualisation.ipynb nbs/91_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench docs \
         table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger stale
@@ -73,7 +73,7 @@ test-slurm: env
 	BCL_TEST_SLURM=1 BCL_SLURM_ACCOUNTING=$(BCL_SLURM_ACCOUNTING) $(BIN)/python -m pytest tests/test_slurm.py -q -rs --durations=10
 
 ## The main job: the paper's visualisation figure and tables for CI Split 2D Iris with the paper's settings
-## (papermill, nbs/20_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains), then DI Sinusoid with a
+## (papermill, nbs/90_visualisation.ipynb; all 14 methods, HMC-NUTS with 2 chains), then DI Sinusoid with a
 ## reduced, documented variant (experiments/params/demo_disinusoid.yaml). About 7 minutes on 2 cores.
 demo: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
@@ -163,7 +163,7 @@ env-gpu:
 	PYTHON=$(GPU_PYTHON) scripts/install_offline.sh install $(WHEELS)
 
 ## Fashion-MNIST's IDX files into data/offline/fashion-mnist (git-ignored), to carry as files: pass
-## source_dir=data/offline/fashion-mnist to bcl.data.load_sequence / make_fashion_mnist there.
+## source_dir=data/offline/fashion-mnist to bcl.data.sequences.load_sequence / make_fashion_mnist there.
 gpu-data: offline-data
 	mkdir -p data/offline/fashion-mnist
 	cp $(FASHION_MNIST)/*-ubyte.gz data/offline/fashion-mnist/

@@ -15,7 +15,7 @@ dev_requirements = cfg.get("dev_requirements", "").split()
 readme = Path(__file__).parent / "README.md"
 here = Path(__file__).parent
 # What the console commands need besides the code, copied into the wheel's bcl/ (found by bcl.resources after an install).
-SHIPPED = {"templates": ["nbs/20_visualisation.ipynb", "nbs/21_table_cell.ipynb"],
+SHIPPED = {"templates": ["nbs/90_visualisation.ipynb", "nbs/91_table_cell.ipynb"],
            "params": sorted(str(p.relative_to(here)) for p in (here / "experiments" / "params").glob("*.yaml")),
            "cluster": ["experiments/cluster/jobqueue.yaml"]}
 

@@ -5,7 +5,7 @@ Usage:
   PYTHONPATH=OVERLAY:. AUTHORS_VENV/bin/python benchmarks/bcl_seeds.py --prepped AUTHORS/data/prepped/cisplit2diris
 
 `--method` is any of the eight variational methods or a MAP baseline (`si`, `ewc`, `er`, ...), built with the paper's
-settings by `bcl.experiment.build_method`. A method with a grid (EWC's λ, SI's λ × ξ: 15 points) trains every grid
+settings by `bcl.figure.visualisation.build_method`. A method with a grid (EWC's λ, SI's λ × ξ: 15 points) trains every grid
 point for every seed as one vmapped program and keeps, per seed, the point with the best validation final average
 accuracy (`bcl.sequence.select_by_validation`), as the authors' `select_trainers` does (bcl/train/__init__.py at
 b838074). The selected point goes into the output. `--fix lam=100 xi=1` reports one grid point for every seed instead
@@ -16,7 +16,7 @@ The second form runs bcl's code in the authors' environment (JAX 0.4.28, flax 0.
 optax 0.2.8 (`pip install --no-deps --target OVERLAY optax==0.2.8`; the authors' optax 0.2.5 cannot take a traced
 learning rate). There tensorflow-datasets is absent, so the arrays are read from the authors' prepared files
 (`python -m bcl.dataprep cisplit2diris` or `disinusoid` in their clone writes them). For both sequences they are the
-same arrays, in the same order, as `bcl.data.load_sequence` (checked: inputs to 1e-6, labels exactly). Comparing the two
+same arrays, in the same order, as `bcl.data.sequences.load_sequence` (checked: inputs to 1e-6, labels exactly). Comparing the two
 runs separates what the JAX version does to the seed distribution from what the implementation does. Prints one JSON
 line: the sequence, per seed the final average accuracy and the T×T test accuracy matrix (row t: after task t), then
 mean and sd.
@@ -91,13 +91,13 @@ def main() -> None:
     if any(s < 0 for s in args.seeds):
         parser.error(f"seeds must be non-negative integers, got {args.seeds}")
     import jax
-    from bcl.experiment import build_method
+    from bcl.figure.visualisation import build_method
     from bcl.metrics import final_average_accuracy
-    from bcl.sequence import hyper_configs, select_by_validation, train_sequence
+    from bcl.engine.sequence import hyper_configs, select_by_validation, train_sequence
     if args.prepped:
         sequence = prepped_sequence(args.sequence, args.prepped)
     else:
-        from bcl.data import load_sequence
+        from bcl.data.sequences import load_sequence
         sequence = load_sequence(args.sequence)
     spec = build_method(args.method, sequence)
     if spec.method is None:

@@ -19,8 +19,8 @@ import pandas  # noqa: F401  (imported before timing)
 import sklearn.model_selection  # noqa: F401
 
 from bcl.cache import read_manifest
-from bcl.data import load_sequence, sequence_folder
-from bcl.sources import FASHION_MNIST_DIR
+from bcl.data.sequences import load_sequence, sequence_folder
+from bcl.data.sources import FASHION_MNIST_DIR
 
 
 def seconds(function) -> tuple[float, object]:

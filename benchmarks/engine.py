@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jax
 
-from bcl.data import load_sequence
-from bcl.map import finetuning, map_suite
+from bcl.data.sequences import load_sequence
+from bcl.methods.map import finetuning, map_suite
 from bcl.models import make_model
 from bcl.paper import map_settings, sequence_setup
-from bcl.compilation import PROGRAMS
-from bcl.sequence import train_sequence
+from bcl.engine.compilation import PROGRAMS
+from bcl.engine.sequence import train_sequence
 
 
 def suite_time(sequence, seeds):

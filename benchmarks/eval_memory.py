@@ -1,8 +1,8 @@
 """Evaluation memory benchmark: prints JSON lines.
 
 For one Table faa cell (default: the CNN P-GM-VCL cell on CI split MNIST-5k, offline profile, 5 seeds), XLA's memory
-analysis of the evaluation program (`bcl.compilation.program_bytes`) at several chunk sizes, the chunk that
-`bcl.compilation.fitting_chunk` picks within its budget (40 % of the free memory), and the wall time of
+analysis of the evaluation program (`bcl.engine.compilation.program_bytes`) at several chunk sizes, the chunk that
+`bcl.engine.compilation.fitting_chunk` picks within its budget (40 % of the free memory), and the wall time of
 `predict_in_chunks` on all validation and test points with freshly initialised parameters (the program's cost does
 not depend on the parameters' values). Each line carries the provenance (versions, device, CPU, commit).
 
@@ -24,10 +24,10 @@ import numpy as np
 
 from bcl.core import named_keys
 from bcl.provenance import provenance
-from bcl.compilation import PROGRAMS, fitting_chunk, free_memory, program_bytes
-from bcl.sequence import SPLITS, predict_in_chunks
-from bcl.plan import plan_cell
-from bcl.table import build_cell_method, load_cell_sequence
+from bcl.engine.compilation import PROGRAMS, fitting_chunk, free_memory, program_bytes
+from bcl.engine.sequence import SPLITS, predict_in_chunks
+from bcl.table.plan import plan_cell
+from bcl.table.cell import build_cell_method, load_cell_sequence
 
 
 def main() -> None:

@@ -1,11 +1,11 @@
 """Seconds per training step and peak memory of every method on every network of the paper; prints JSON lines.
 Runs on any backend (CPU here, CUDA on the lent GPU machines); then projects the GPU-hours of Table faa.
 
-Measure (default): for each (model, method), the compiled task program of `bcl.train.make_task_program`, vmapped as
-`bcl.sequence.train_sequence` vmaps it (the method's hyperparameter grid: EWC 5 configurations, SI 15, others 1;
+Measure (default): for each (model, method), the compiled task program of `bcl.engine.train.make_task_program`, vmapped as
+`bcl.engine.sequence.train_sequence` vmaps it (the method's hyperparameter grid: EWC 5 configurations, SI 15, others 1;
 `--seeds` seeds, 5 by default), on synthetic random data of the model's input shape (`--n` points per task, 2 tasks),
 with the paper's batch sizes (64 for the FCNN and the linear head, 32 for the CNNs; ER's and the L-methods' batches
-as `bcl.paper.map_settings` / `bcl.svi.svi_suite` set them), S = 10 draws, K = 3 components, 10 classes. Compilation is timed apart
+as `bcl.paper.map_settings` / `bcl.vi.svi.svi_suite` set them), S = 10 draws, K = 3 components, 10 classes. Compilation is timed apart
 (`compile_s`), then the program runs once to warm up and `--repeats` times; `s_per_step` is the best run time over the
 number of optimiser steps (each step updates every configuration and seed at once). Every (model, method) runs in a
 fresh subprocess, so `peak_bytes` (`jax.devices()[0].memory_stats()["peak_bytes_in_use"]`, null where the backend
@@ -56,13 +56,13 @@ sys.path.insert(0, str(ROOT))
 # ---------------------------------------------------------------------------------------------------------------
 PROJECTION = {
     "epochs": 20,  # every method and pre-training, Table hp
-    # Training points per sequence after the splits of bcl.splits.assemble_sequence (official test set where there is
+    # Training points per sequence after the splits of bcl.data.splits.assemble_sequence (official test set where there is
     # one; 20 % of the training pool held out for validation; without a test set, 20 % test then 20 % validation).
     "train_points": {
         "mnist": 48_000,      # 60,000 MNIST training images − 20 % validation; CI and DI use all 10 digits
         "cifar10": 40_000,    # 50,000 − 20 %
         "cifar8": 32_000,     # CIFAR-10 without bird and frog: 8 classes × 4,000
-        "ham8": 6_410,        # HAM10000's 10,015 images × 0.8 (test) × 0.8 (validation), bcl.isic
+        "ham8": 6_410,        # HAM10000's 10,015 images × 0.8 (test) × 0.8 (validation), bcl.data.isic
         "ham6": 6_109,        # HAM-8 without vascular lesion (142) and actinic keratosis (~327), × 0.64; approximate
         "emnistletters": 71_040,  # 88,800 EMNIST Letters training images − 20 %
         "cifar100": 40_000,   # 50,000 − 20 %
@@ -97,7 +97,7 @@ PROJECTION = {
     "upper_bounds": {"linear64": "linear512", "linear512": "cnn_mnist", "fcnn256": "cnn_mnist"},
 }
 
-MODELS = {  # name: (network, input shape, outputs, batch size, bcl.svi preset, inducing bounds, kind)
+MODELS = {  # name: (network, input shape, outputs, batch size, bcl.vi.svi preset, inducing bounds, kind)
     "fcnn256": ("fcnn256", (28, 28, 1), 10, 64, "image", (0.0, 1.0), "cl"),
     "cnn_mnist": ("cnn_mnist", (28, 28, 1), 10, 32, "image_cnn", (0.0, 1.0), "cl"),
     "cnn6": ("cnn6", (32, 32, 3), 10, 32, "image_cnn", (0.0, 1.0), "cl"),
@@ -131,9 +131,9 @@ def _provenance() -> dict:
 
 def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str, component_noise: str = "independent"):
     "(method, hyper, seeds override or None) for `method_name` on model `model_name` with the paper's settings."
-    from bcl.map import finetuning, map_suite
+    from bcl.methods.map import finetuning, map_suite
     from bcl.models import make_model
-    from bcl.svi import svi_suite
+    from bcl.vi.svi import svi_suite
     network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]
     model = make_model(network, outputs, shape, conv_impl=conv_impl if network.startswith("cnn") else "xla")
     if kind == "pretraining":
@@ -164,9 +164,9 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
     import jax.numpy as jnp
     import numpy as np
     from bcl.core import Split, Task, TaskSequence, tree_size
-    from bcl.compilation import fast_compile_options
-    from bcl.sequence import _as_grid
-    from bcl.train import make_task_program, n_batches, vmap_program
+    from bcl.engine.compilation import fast_compile_options
+    from bcl.engine.sequence import _as_grid
+    from bcl.engine.train import make_task_program, n_batches, vmap_program
 
     network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]
     if kind == "pretraining":
@@ -506,7 +506,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=256, help="synthetic points per task")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conv-impl", choices=["patches", "xla"], default="patches",
-                        help="convolutions of the cnn* networks (bcl.svi.SEQUENCE_SETTINGS uses patches)")
+                        help="convolutions of the cnn* networks (bcl.vi.svi.SEQUENCE_SETTINGS uses patches)")
     parser.add_argument("--quick", action="store_true", help="smoke run: one epoch of 2 batches, one repeat")
     parser.add_argument("--cpu-reference", default=None, help="JSONL of earlier CPU lines to compare with")
     parser.add_argument("--out", default=None, help="also append the lines to this JSONL file")
@@ -514,7 +514,7 @@ def main() -> None:
     parser.add_argument("--project", nargs="+", default=None, metavar="MEASURED.jsonl",
                         help="print projected device-hours (several files: a later file's line replaces an earlier's)")
     parser.add_argument("--component-noise", choices=["independent", "collapsed"], default="independent",
-                        help="the GM methods' sampler (bcl.mixture): the authors' independent draws, or the collapsed "
+                        help="the GM methods' sampler (bcl.vi.mixture): the authors' independent draws, or the collapsed "
                              "one-normal draw of the same law that the offline profile uses")
     parser.add_argument("--jobs", type=int, default=1,
                         help="measurements compiling side by side (each in its own process; they time one at a time, "

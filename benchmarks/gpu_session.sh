@@ -64,7 +64,7 @@ for phase in "$@"; do
           "$PY" -m pip install -q --no-index --no-deps --no-build-isolation -e .; } >>"$OUT/install.log" 2>&1 ||
           { tail -20 "$OUT/install.log"; exit 1; }
       fi
-      "$PY" -c "import bcl, bcl.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend, jax, pandas, numpy
+      "$PY" -c "import bcl, bcl.vi.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend, jax, pandas, numpy
 print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', pandas.__version__, 'numpy', numpy.__version__)" ||
         exit 1 ;;
     steps)

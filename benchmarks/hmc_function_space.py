@@ -4,12 +4,12 @@ Two steps:
 
 1. `sample`: joint HMC-NUTS after one task of a visualisation sequence with the paper's settings (1000 warm-up
    steps of window adaptation, 100 NUTS steps kept per chain) and `--chains` chains (a vmap axis, sharded over the
-   host devices), as `bcl.experiment` runs it (model fcnn16, prior precision 1, key 1337, the same key at every
+   host devices), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337, the same key at every
    task). Saves the sampling phase's trace of positions (chains, draws, ...) and the wall/CPU seconds to
    `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
 2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
    chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
-   function-space diagnostics of `bcl.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
+   function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
    folded, and bulk ESS of the predictive probabilities at the test points and the plotting-grid points), written
    to `experiments/tables/hmc_function_space.md` and `.json`.
 
@@ -43,8 +43,8 @@ def sample(args) -> None:
     from jax.flatten_util import ravel_pytree
     import numpy as np
     from bcl.core import atomic_write_json
-    from bcl.data import load_sequence
-    from bcl.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info
+    from bcl.data.sequences import load_sequence
+    from bcl.methods.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info
     from bcl.models import make_model
     sequence = load_sequence(args.sequence)
     model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
@@ -71,9 +71,9 @@ def table(args) -> None:
     from jax.flatten_util import ravel_pytree
     import jax.numpy as jnp
     import numpy as np
-    from bcl.data import load_sequence
-    from bcl.experiment import PLOT_WINDOWS, plot_grid
-    from bcl.hmc import convergence_summary, predictive_convergence
+    from bcl.data.sequences import load_sequence
+    from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
+    from bcl.methods.hmc import convergence_summary, predictive_convergence
     from bcl.models import make_model
     rows = []
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
@@ -105,7 +105,7 @@ def table(args) -> None:
 def _write_table(args, stem, rows) -> None:
     "Write the rows so far (a long computation leaves what it finished)."
     from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.report import markdown_table
+    from bcl.figure.report import markdown_table
     rows = sorted(rows, key=lambda r: (r["sequence"], r["task"], r["chains"]))
     header = ("# HMC-NUTS convergence in function space against the number of chains\n\n"
               f"Written by `python benchmarks/hmc_function_space.py table"

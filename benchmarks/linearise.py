@@ -1,7 +1,7 @@
 """Linearisation benchmark: prints one JSON line per (model, implementation), then one summary line per model.
 
 For the 256-256 FCNN and the MNIST CNN of `bcl.models` (28×28×1 inputs, d = 10 outputs), at n = 64 inducing
-points, it measures the function-space output means and diagonal variances of `bcl.linearise`:
+points, it measures the function-space output means and diagonal variances of `bcl.vi.linearise`:
 
 - `reference`: explicit per-example Jacobian (n·d·P floats);
 - `fast_chunk{1,8}` / `fast_all`: the fast path with `chunk_size` 1, 8 or None (all examples vmapped at once);
@@ -65,12 +65,12 @@ def run_case(model_name: str, implementation: str, repeats: int, out_path: str) 
     from jax.flatten_util import ravel_pytree
 
     from bcl.core import tree_size
-    from bcl.gaussian import Gaussian, gaussian_init, gaussian_variance
-    from bcl.linearise import (fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance,
+    from bcl.vi.gaussian import Gaussian, gaussian_init, gaussian_variance
+    from bcl.vi.linearise import (fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance,
                                fast_output_mean_and_variance, gaussian_output_mean_and_variance,
                                mixture_output_mean_and_variance, output_mean_and_variance,
                                output_mean_and_variance_reference)
-    from bcl.mixture import mixture_init
+    from bcl.vi.mixture import mixture_init
     from bcl.models import make_model
 
     model = make_model(model_name, N_OUTPUTS, INPUT_SHAPE)

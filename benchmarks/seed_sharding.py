@@ -1,4 +1,4 @@
-"""Seeds split over devices (`bcl.sequence.seed_mesh`): wall time of one cell's training on 1 and on 2 CPU host devices.
+"""Seeds split over devices (`bcl.engine.sequence.seed_mesh`): wall time of one cell's training on 1 and on 2 CPU host devices.
 
 Fine-tuning of fcnn256 on CI Split MNIST-5k (5 tasks, batch 64), 4 seeds as the vmapped axis; the same program in a
 child process with `XLA_FLAGS=--xla_force_host_platform_device_count=N` for N = 1, 2 (JAX fixes its devices when it
@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r'''
 import json, os, sys, time
 import jax
-from bcl.data import load_sequence
-from bcl.map import finetuning
+from bcl.data.sequences import load_sequence
+from bcl.methods.map import finetuning
 from bcl.models import make_model
-from bcl.sequence import seed_mesh, train_sequence
+from bcl.engine.sequence import seed_mesh, train_sequence
 epochs, n_seeds = int(sys.argv[1]), int(sys.argv[2])
 sequence = load_sequence("cisplitmnist5k")
 method = finetuning(make_model("fcnn256", sequence.n_outputs, sequence.input_shape), "softmax", batch_size=64,

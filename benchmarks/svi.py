@@ -12,7 +12,7 @@
    their lowering and compile times (which depend on the machine's load).
 
 `--component-noise collapsed` (the same law of samples as the default) or `weighted-std` (`shared` before issue 33) runs the GM methods with one
-normal per sample and parameter instead of one per component (`bcl.mixture.mixture_sample`); every line records
+normal per sample and parameter instead of one per component (`bcl.vi.mixture.mixture_sample`); every line records
 the choice.
 
 Usage: python benchmarks/svi.py [--skip-steps] [--skip-iris] [--compile-size] [--n 640] [--epochs 3] [--repeats 3]
@@ -35,16 +35,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from bcl.core import Split, Task, TaskSequence
-from bcl.data import load_sequence
-from bcl.map import finetuning
-from bcl.mixture import COMPONENT_NOISE
+from bcl.data.sequences import load_sequence
+from bcl.methods.map import finetuning
+from bcl.vi.mixture import COMPONENT_NOISE
 from bcl.models import make_model
 from bcl.metrics import final_average_accuracy
-from bcl.compilation import PROGRAMS
-from bcl.sequence import train_sequence
+from bcl.engine.compilation import PROGRAMS
+from bcl.engine.sequence import train_sequence
 from bcl.paper import SVI_METHODS as METHOD_NAMES, sequence_setup
-from bcl.svi import svi_suite
-from bcl.train import make_task_program, vmap_program
+from bcl.vi.svi import svi_suite
+from bcl.engine.train import make_task_program, vmap_program
 
 
 def task_run_time(method, sequence, learning_rate, repeats=3):

@@ -166,7 +166,7 @@ def stage(paths: list[Path]) -> None:
     config.read(ROOT / "settings.ini")
     stems = [p.stem for p in paths]
     front = [s for s in stems if s == "index"]
-    templates = [s for s in stems if s.startswith("2")]
+    templates = [s for s in stems if s.startswith("9")]
     maths = [s for s in stems if s not in front + templates]
     toc = lambda caption, names: (f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n\n"
                                   + "".join(f"{n}\n" for n in names) + "```\n\n") if names else ""
@@ -189,7 +189,7 @@ def stage(paths: list[Path]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="these notebooks only (stems, e.g. 01_gaussian)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="these notebooks only (stems, e.g. 30_gaussian)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default 2)")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds one cell may take (default 1200)")
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 
 Usage: python experiments/assemble.py [RUN ...] [--figures figures] [--tables experiments/tables]
 
-RUN is a folder under results/ holding numbers.json and grid_probabilities.npz written by nbs/20_visualisation.ipynb
+RUN is a folder under results/ holding numbers.json and grid_probabilities.npz written by nbs/90_visualisation.ipynb
 (default: paper_cisplit2diris and, when present, the Sinusoid run). Writes figures/visualisation_<sequence>.png/.pdf,
 figures/hmc_distance_<sequence>.png/.pdf and <tables>/visualisation_<sequence>.md/.json.
 """
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bcl.core import results_dir
-from bcl.report import write_report
+from bcl.figure.report import write_report
 
 DEFAULT_RUNS = ("paper_cisplit2diris", "paper_disinusoid", "demo_disinusoid")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bcl.data import load_sequence
-from bcl.features import feature_sequence
+from bcl.data.sequences import load_sequence
+from bcl.data.features import feature_sequence
 from bcl.provenance import provenance
 
 
@@ -13,7 +13,7 @@ def experiment_sequence(name: str, pretraining=None, progress: bool = False):
     "The sequence `name`; `NAME_fe` is NAME with its inputs replaced by the features of the `pretraining` extractor."
     if name.endswith("_fe"):
         if pretraining is None:
-            raise ValueError(f"{name!r} needs a pre-training task (bcl.features.pretraining_settings(...)).")
+            raise ValueError(f"{name!r} needs a pre-training task (bcl.data.features.pretraining_settings(...)).")
         return feature_sequence(name[:-3], pretraining, progress=progress)
     return load_sequence(name)
 
@@ -23,7 +23,7 @@ def pretraining_record(name: str, pretraining) -> dict:
     if not name.endswith("_fe"):
         return {}
     from bcl.cache import read_manifest
-    from bcl.features import features_dir
+    from bcl.data.features import features_dir
     extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
     return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}}
 

@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tables", default=str(ROOT / "experiments" / "tables"))
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.plan import SCHEDULES, run_name
+    from bcl.table.plan import SCHEDULES, run_name
     from bcl.provenance import provenance
     tables = Path(args.tables)
     ledgers = {}

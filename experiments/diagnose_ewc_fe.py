@@ -32,9 +32,9 @@ import numpy as np
 def run_grid(column: str, schedule: str, lams, seeds) -> list[dict]:
     "One row per λ: final average accuracy (mean ± sd over seeds), the diagonal, task 1 at the end, validation."
     from bcl.metrics import final_average_accuracy
-    from bcl.plan import plan_cell
-    from bcl.sequence import hyper_grid, train_sequence
-    from bcl.table import build_cell_method, load_cell_sequence
+    from bcl.table.plan import plan_cell
+    from bcl.engine.sequence import hyper_grid, train_sequence
+    from bcl.table.cell import build_cell_method, load_cell_sequence
     plan = plan_cell(column, "ewc", "offline", list(seeds), schedule=schedule)
     sequence = load_cell_sequence(plan)
     method, hyper, _ = build_cell_method(plan, sequence)

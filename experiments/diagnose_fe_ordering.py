@@ -6,7 +6,7 @@ Usage: python experiments/diagnose_fe_ordering.py [--sequence cisplitmnist5k|dis
 The paper's Table faa (a), CI Split MNIST with an EMNIST-letters extractor, has L-G-SFSVI 91.35 and P-G-SFSVI 88.75
 against L-G-VCL 90.27: S-FSVI at least as good as VCL; on DI Split MNIST L-GM-SFSVI 92.20 is the best SVI method
 (L-G-VCL 91.96, L-GM-VCL 92.00). Offline (MNIST-5k, Fashion-MNIST extractor) both orders break.
-Three candidate causes, each measured here on the cached features of `bcl.features.feature_sequence`:
+Three candidate causes, each measured here on the cached features of `bcl.data.features.feature_sequence`:
 1. the inducing box: the paper draws S-FSVI's uniform inducing inputs in [-1, 6] per feature. If the features
    leave that box, the function-space KL constrains the head where no data is. Measured: the feature range, and
    the methods rerun with the box set to the training features' per-feature range;
@@ -41,13 +41,13 @@ def feature_range(sequence) -> dict:
 
 
 def run_variant(method_name: str, sequence, seeds, **overrides) -> dict:
-    from bcl.map import map_suite
+    from bcl.methods.map import map_suite
     from bcl.models import make_model
     from bcl.paper import FEATURE_SETUP, map_settings, method_info, svi_settings
     from bcl.metrics import final_average_accuracy
-    from bcl.sequence import select_by_validation, train_sequence
-    from bcl.svi import svi_method
-    from bcl.train import output_units
+    from bcl.engine.sequence import select_by_validation, train_sequence
+    from bcl.vi.svi import svi_method
+    from bcl.engine.train import output_units
     model = make_model("linear", output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape)
     if method_name == "joint":
         settings = map_settings(FEATURE_SETUP.setup) | {k: v for k, v in overrides.items() if k == "epochs"}
@@ -79,10 +79,10 @@ def main(argv=None) -> int:
                         "L-GM-SFSVI, L-G-SFSVI, L-G-VCL and L-GM-VCL for DI")
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.features import feature_sequence
+    from bcl.data.features import feature_sequence
     from bcl.paper import METHOD_LABELS, method_info, method_names
     from bcl.provenance import provenance
-    from bcl.plan import PAPER_TRAIN_POINTS
+    from bcl.table.plan import PAPER_TRAIN_POINTS
     ci = args.sequence.startswith("ci")
     default = ["l-g-sfsvi", "p-g-sfsvi", "l-g-vcl"] if ci else ["l-gm-sfsvi", "l-g-sfsvi", "l-g-vcl", "l-gm-vcl"]
     methods = method_names(args.methods or default)

@@ -6,11 +6,11 @@ Usage: python experiments/ledger.py faa [--profile offline|paper|smoke] [--out D
        (after `pip install .`: bcl-ledger faa [...])
 
 Reads OUT/<profile>/<column>/<method>/numbers.json (written by experiments/run_table.py; OUT = results/table) and
-writes experiments/tables/faa_<profile>.{md,tex,json} and figures/faa_<profile>.{png,pdf}. See bcl.ledger for the
+writes experiments/tables/faa_<profile>.{md,tex,json} and figures/faa_<profile>.{png,pdf}. See bcl.table.ledger for the
 status of a cell (agrees, differs, substitute data, data not present, failed, needs a GPU, not run) and the orderings
 checked. When experiments/tables/faa_<profile>_projection.json exists (experiments/project_table.py), cells not run
-show their projected wall time, and those above bcl.ledger.NEEDS_GPU_HOURS are "needs a GPU". The code is `bcl.cli`
-(nbs/15_cli.ipynb).
+show their projected wall time, and those above bcl.table.ledger.NEEDS_GPU_HOURS are "needs a GPU". The code is `bcl.cli`
+(nbs/70_cli.ipynb).
 """
 import sys
 from pathlib import Path

@@ -4,7 +4,7 @@ Usage: python experiments/map_results.py [SEQUENCE ...] [--seeds N] [--importanc
                                         [--pretraining TASK] [--pretrain-epochs E]
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
-pre-trained extractor (`bcl.features.feature_sequence`, default pre-training task `fashionmnist`, cached under
+pre-trained extractor (`bcl.data.features.feature_sequence`, default pre-training task `fashionmnist`, cached under
 data/features), learned with a linear head and the paper's image setup (`bcl.paper.sequence_setup`).
 
 Seeds are a vmap axis; EWC's λ and SI's λ × ξ are selected per seed by validation final average accuracy.
@@ -24,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 import numpy as np
 
 from bcl.core import atomic_write_json, results_dir
-from bcl.features import pretraining_settings
-from bcl.map import map_suite
+from bcl.data.features import pretraining_settings
+from bcl.methods.map import map_suite
 from bcl.paper import AUTHORS_CODE_ACCURACY, MAP_METHODS, map_settings, sequence_setup
 from bcl.models import make_model
-from bcl.train import output_units
+from bcl.engine.train import output_units
 from bcl.metrics import final_average_accuracy
-from bcl.sequence import hyper_configs, result_table, save_table, select_by_validation, train_sequence
+from bcl.engine.sequence import hyper_configs, result_table, save_table, select_by_validation, train_sequence
 import pandas as pd
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary

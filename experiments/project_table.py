@@ -5,7 +5,7 @@ Usage:
                                           [--measured FILE.jsonl ...] [--out DIR] [--tables DIR]
 
 For every cell whose data is on this machine, the cell's exact optimiser steps (its own sequence and method,
-`bcl.table.optimiser_steps`: per seed and grid point; one step updates all seeds and grid points at once) times
+`bcl.table.cell.optimiser_steps`: per seed and grid point; one step updates all seeds and grid points at once) times
 seconds per step, plus compilation. Seconds per step come from, in this order:
 1. the cell itself, when it has run: its measured wall time is the projection;
 2. another finished cell of the batch with the same network and method, run on the target backend (`--backend`,
@@ -20,7 +20,7 @@ A cell with none of these has no projection. Finished cells are read from the ba
 from the committed ledger `TABLES/faa_<profile>.json` (which keeps each cell's timings and provenance).
 
 Writes TABLES/faa_<profile>_projection.json (TABLES = experiments/tables), which `experiments/ledger.py` reads: a
-cell not run whose projection exceeds `bcl.ledger.NEEDS_GPU_HOURS` is listed as "needs a GPU". Prints a summary.
+cell not run whose projection exceeds `bcl.table.ledger.NEEDS_GPU_HOURS` is listed as "needs a GPU". Prints a summary.
 Projections hold for the machine and load of the measurements; the record names both.
 """
 from __future__ import annotations
@@ -130,8 +130,8 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
             backend: str = "cpu", kept: dict | None = None) -> dict:
     "The projection record of every cell of `profile` whose data is present (see the module's docstring)."
     from bcl.paper import FAA_COLUMNS, TABLE_METHODS
-    from bcl.plan import missing_data, plan_cell
-    from bcl.table import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
+    from bcl.table.plan import missing_data, plan_cell
+    from bcl.table.cell import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
     sequences, plans = {}, {}
     for column in FAA_COLUMNS:
         if missing_data(plan_cell(column, TABLE_METHODS[0], profile), data_dir):
@@ -191,7 +191,7 @@ def _timed_s_per_step(numbers: dict) -> float:
 
 
 def main(argv=None) -> int:
-    from bcl.plan import PROFILES, SCHEDULES
+    from bcl.table.plan import PROFILES, SCHEDULES
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("table", type=str.lower, choices=("faa",))
     parser.add_argument("--profile", type=str.lower, default="offline", choices=tuple(PROFILES))
@@ -207,8 +207,8 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"no such file: {', '.join(missing)} (benchmarks/gpu.py --out FILE writes one)")
     from bcl.core import atomic_write_json, results_dir
-    from bcl.ledger import NEEDS_GPU_HOURS, previous_cells
-    from bcl.plan import run_name
+    from bcl.table.ledger import NEEDS_GPU_HOURS, previous_cells
+    from bcl.table.plan import run_name
     from bcl.provenance import provenance
     name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name

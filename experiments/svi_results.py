@@ -18,7 +18,7 @@ completed method by method. Each method checkpoints after every task (results/sv
 killed resumes from its last finished task; the checkpoint is deleted once the method's numbers are saved.
 
 `--component-noise collapsed` draws one normal per sample and parameter for the GM methods instead of one per
-component and scales it by (Σ_k κ̃_k² σ_k²)^½ (`bcl.mixture.mixture_sample`): given the Gumbel-softmax weights that is
+component and scales it by (Σ_k κ̃_k² σ_k²)^½ (`bcl.vi.mixture.mixture_sample`): given the Gumbel-softmax weights that is
 the same Gaussian as the authors' weighted sum of K independent draws, so the samples and the loss have the same law,
 5–7.6 times cheaper per step on the 256-256 FCNN. `shared` (scale Σ_k κ̃_k σ_k, the same law only where the
 weights are one-hot) is kept to reproduce earlier runs. Such runs are written to
@@ -40,12 +40,12 @@ import numpy as np
 import pandas as pd
 
 from bcl.core import atomic_write_json, results_dir
-from bcl.features import pretraining_settings
-from bcl.mixture import COMPONENT_NOISE
+from bcl.data.features import pretraining_settings
+from bcl.vi.mixture import COMPONENT_NOISE
 from bcl.metrics import final_average_accuracy
-from bcl.sequence import result_table, save_table, train_sequence
+from bcl.engine.sequence import result_table, save_table, train_sequence
 from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, method_info, method_names, svi_settings
-from bcl.svi import sequence_model, sequence_settings, svi_suite
+from bcl.vi.svi import sequence_model, sequence_settings, svi_suite
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary
 

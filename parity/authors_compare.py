@@ -225,7 +225,7 @@ def main() -> int:
     text = ("# The authors' code against bcl over seeds\n\n"
             "Final average test accuracy after the last task, per seed; the authors' code is github.com/blackblitz/bcl "
             "at b838074, unmodified (`parity/authors_seeds.py`), bcl is `benchmarks/bcl_seeds.py`; both train on "
-            "the same arrays (the authors' prepared files equal `bcl.data.load_sequence`'s). SI selects its λ × ξ per "
+            "the same arrays (the authors' prepared files equal `bcl.data.sequences.load_sequence`'s). SI selects its λ × ξ per "
             "seed by validation in both codes; 'SI at λ=…, ξ=…' runs that one grid point on every seed in both codes "
             "(the authors' trainer block alone, bcl's `--fix`). Welch's t is bcl minus the authors' code. Holm p adjusts each method's "
             "primary comparison (bcl's default run with the newest JAX) for the number of methods compared on the "

@@ -1,4 +1,4 @@
-"""Equivalence harness: the authors' VCL and S-FSVI objectives (github.com/blackblitz/bcl at b838074) against `bcl.svi`,
+"""Equivalence harness: the authors' VCL and S-FSVI objectives (github.com/blackblitz/bcl at b838074) against `bcl.vi.svi`,
 on identical inputs and identical random draws, for the eight variational methods on the Iris network (the default)
 or on the paper's image networks (`--sequence cisplitmnist5k --network fcnn256|cnn_mnist|cnn6`).
 
@@ -21,7 +21,7 @@ scenarios are t1 and t2 (one stored coreset task; for prior-focused methods a ra
 Both packages are called `bcl` and need different JAX versions (ours 0.10, theirs 0.4.28), so the harness runs in two
 processes. This one (ours) builds, for every method and scenario, the variational parameters q, the prior, a minibatch
 and the random key of one training step; it calls our method's own step loss, `svi_method(...).loss(q, memory, key,
-batch, hyper, task)` (the function `bcl.train.make_task_program` differentiates), and its `predict`. From the same
+batch, hyper, task)` (the function `bcl.engine.train.make_task_program` differentiates), and its `predict`. From the same
 key it recovers what that loss used: the coreset batch (`coreset_draw`), the inducing inputs
 (`uniform_inducing_points`, or the coreset inputs for P-S-FSVI), the standard normals and, for mixtures, the Gumbel
 draws. Those go to an .npz; `parity/authors_side.py` (their Python, PYTHONPATH = their clone) builds their loss
@@ -42,7 +42,7 @@ focused methods the prior is a previous posterior, random here).
 
 Mixture sampling is the same scheme on both sides (checked, not assumed): θ = Σ_k w_k (μ_k + σ_k z_k) with independent
 z_k per component and w = softmax((λ + g)/T), T = 10⁻³ (theirs: `softmax(1000 * (logit + gumbel))`,
-bcl/train/training/vi/gaussmix.py:143-159; ours: `bcl.mixture.mixture_sample`, component_noise='independent'). So the
+bcl/train/training/vi/gaussmix.py:143-159; ours: `bcl.vi.mixture.mixture_sample`, component_noise='independent'). So the
 same draws are injected on both sides and no Monte Carlo tolerance is needed.
 
 Known differences (seed 0, see parity/README.md):
@@ -55,7 +55,7 @@ Known differences (seed 0, see parity/README.md):
   Where a Gumbel draw is near a tie (p-gm-vcl, S = 100), the NLL also reaches the logits through
   softmax(1000 (logit + g)), which is ill-conditioned in float32 the same way. With --x64 all of it is <= 2e-12.
 - --x64, P-S-FSVI at task 3: the KL weight differs by 3e-8 relative: ours divides by the task index cast to float32
-  (`bcl.svi._kl_weight`), theirs is a Python float (bcl/train/trainer/svi/replay.py:94-98, 137-141).
+  (`bcl.vi.svi._kl_weight`), theirs is a Python float (bcl/train/trainer/svi/replay.py:94-98, 137-141).
 - --x64, S-FSVI: the KL differs by up to ~1e-10 relative (the linearised means and variances agree to 5e-16).
 
 MNIST-5k, FCNN 256-256 (benchmarks/results/authors_parity_cisplitmnist5k_fcnn256.jsonl, float32): every quantity
@@ -162,7 +162,7 @@ def flatten(tree, prefix: str, out: dict) -> dict:
 
 def authors_params(q) -> dict:
     "Our Gaussian/Mixture -> the authors' {'mean', 'msd'(, 'logit')} dict."
-    from bcl.mixture import Mixture
+    from bcl.vi.mixture import Mixture
     params = {"mean": to_authors(q.mean), "msd": to_authors(q.rho)}
     if isinstance(q, Mixture):
         params["logit"] = q.logits
@@ -171,12 +171,12 @@ def authors_params(q) -> dict:
 
 # ---------------------------------------------------------------- the draws our code makes from a key
 def standard_draws(key, q, sample_size: int, temperature: float = 1e-3):
-    """The standard normals (and Gumbels) `bcl.svi.variational_sample(key, q, S)` transforms, as the authors' `sample`
+    """The standard normals (and Gumbels) `bcl.vi.svi.variational_sample(key, q, S)` transforms, as the authors' `sample`
     dict: {'gauss': tree with leaves (S, ...) or (S, K, ...), 'gumbel': (S, K)}. Mirrors `gaussian_sample` and
     `mixture_sample` (independent component noise); `check_draws` verifies the mirror against the real call."""
     import jax
     from bcl.core import named_keys, random_flat, tree_ravel
-    from bcl.mixture import Mixture
+    from bcl.vi.mixture import Mixture
     if not isinstance(q, Mixture):
         mean, unravel = tree_ravel(q.mean)
         z = random_flat(jax.random.normal, named_keys(key, "normal")["normal"], (sample_size, mean.shape[-1]),
@@ -194,7 +194,7 @@ def thetas_from_draws(q, draws, temperature: float = 1e-3):
     "θ from `standard_draws` by eq. (4) / eq. (7), in our tree layout."
     import jax
     import jax.numpy as jnp
-    from bcl.mixture import Mixture
+    from bcl.vi.mixture import Mixture
     z = from_authors(draws["gauss"])
     if not isinstance(q, Mixture):
         return jax.tree.map(lambda m, r, e: m + jax.nn.softplus(r) * e, q.mean, q.rho, z)
@@ -222,7 +222,7 @@ def tree_max_rel(a: dict, b: dict) -> float:
 # ---------------------------------------------------------------- the inputs of a case
 class CaseInputs:
     """Batches, coresets and prediction inputs of a case. 2-d sequences: uniform in the inducing box (the draws of
-    the Iris harness, unchanged). Image sequences: the sequence's own data (`bcl.data.load_sequence`), a random batch
+    the Iris harness, unchanged). Image sequences: the sequence's own data (`bcl.data.sequences.load_sequence`), a random batch
     of task t's training points, a coreset of `size` random training points of every task (the first t-1 stored) and
     random test inputs of task t."""
 
@@ -230,7 +230,7 @@ class CaseInputs:
         self.target, self.low, self.high = target, low, high
         self.tasks = None
         if target["image"]:
-            from bcl.data import load_sequence
+            from bcl.data.sequences import load_sequence
             self.tasks = load_sequence(target["sequence"]).tasks
 
     def _pick(self, key, xs, ys, n):
@@ -283,11 +283,11 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     import jax.numpy as jnp
     cast = (lambda tree: jax.tree.map(lambda x: x.astype(jnp.float64), tree)) if x64 else (lambda tree: tree)
     from bcl.core import named_keys
-    from bcl.mixture import Mixture
+    from bcl.vi.mixture import Mixture
     from bcl.paper import SVI_METHODS
-    from bcl.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
+    from bcl.vi.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
                          variational_init, variational_prior)
-    from bcl.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
+    from bcl.engine.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
 
     target = harness_target(sequence, network)
     setup, n_out, n_train = target["setup"], target["n_outputs"], target["n_train"]
@@ -340,7 +340,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
             # what that loss drew from k["step"] (svi.loss: named_keys(key, "theta", "coreset", "inducing", "coin"))
             sk = named_keys(k["step"], "theta", "coreset", "inducing", "coin")
             draws = standard_draws(sk["theta"], q, s["sample_size"])
-            from bcl.svi import variational_sample
+            from bcl.vi.svi import variational_sample
             thetas = variational_sample(sk["theta"], q, s["sample_size"])
             draws_check = max_rel(_leaves(thetas), _leaves(thetas_from_draws(q, draws)))
             arrays = {"xs1": batch.xs, "ys1": batch.ys}

@@ -1,5 +1,5 @@
 """Equivalence harness, MAP family: the authors' joint, fine-tuning, EWC, SI and ER trainers (github.com/blackblitz/bcl
-at b838074, bcl/train/trainer/smi/) against `bcl.map`, on identical inputs, on the CI Split 2D Iris network
+at b838074, bcl/train/trainer/smi/) against `bcl.methods.map`, on identical inputs, on the CI Split 2D Iris network
 (softmax, 3 outputs, the default), the DI Sinusoid network (`--sequence disinusoid`: sigmoid, 1 output), or the
 paper's image networks on MNIST-5k (`--sequence cisplitmnist5k --network fcnn256|cnn_mnist|cnn6`, see
 `authors_parity.py` for the networks, their tomls and the inputs).
@@ -11,7 +11,7 @@ Usage (our environment; the authors' side runs as a subprocess in theirs, as for
 
 Both packages are called `bcl` and need different JAX versions, so, like `authors_parity.py` (whose helpers this
 script imports), the harness runs in two processes; `parity/authors_side_map.py` is the authors' half. Ours are
-the methods and grids of `bcl.map.map_suite(model, 'softmax', **bcl.paper.map_settings('2d'))`. Theirs are their
+the methods and grids of `bcl.methods.map.map_suite(model, 'softmax', **bcl.paper.map_settings('2d'))`. Theirs are their
 trainer classes built from the blocks of experiments/svi_cisplit2diris_fcnn.toml: the toml of their Iris runs, FCNN3
 16-16-3 as in `authors_parity.py`, with blocks joint, finetuning, ewc1-5, si1-15 and er. The cases use λ = 10 (ewc2)
 and λ = 10, ξ = 0.1 (si2). Each case runs at the first and the third task (t1, t3):
@@ -26,20 +26,20 @@ and λ = 10, ξ = 0.1 (si2). Each case runs at the first and the third task (t1,
    Reported: loss, nll, penalty (loss - nll) and grad (the max over leaves of max|a-b|/max|a|). Also settings_match:
    whether the two sides agree on the learning rate, batch size, epochs, prior precision, schedule, ER's replay
    batch and coreset size, the λ grid of ewc1-5 and the (λ, ξ) grid of si1-15.
-2. end of task, from the same parameters and task t's real data (`bcl.data.load_sequence(sequence)`):
+2. end of task, from the same parameters and task t's real data (`bcl.data.sequences.load_sequence(sequence)`):
    - ewc-end: the Fisher (computed from a zero Hessian), the accumulated Hessian H0 + F (H0 = precision at t1,
      random at t3), and the anchor. Both sides use the EXPECTED Fisher, mean_i Σ_c p_c(x_i) (∂ log p_c(x_i)/∂θ)²
-     under the model's own p (theirs bcl/train/trainer/smi/simple.py:150-169; ours `bcl.map.expected_fisher`).
+     under the model's own p (theirs bcl/train/trainer/smi/simple.py:150-169; ours `bcl.methods.map.expected_fisher`).
      `expected_vs_empirical` measures ours against the empirical Fisher (labels in place of p): 0.5 and 4.4 here. So
      the check would catch a side that used the empirical Fisher.
    - si-end: the path integral itself. Both sides start from the same parameters, Hessian, anchor and accumulator
      Ω0. Ω0 is zero at t1, as both codes start a task, and random at t3. Each side trains for SI_EPOCHS = 2 epochs,
      which is 8 Adam steps with a one-cycle schedule of 8 steps. Both see the same batches: their `shuffle` is
      replaced by our epoch orders. Each side accumulates Ω += g·Δθ with its own code (theirs simple.py:184-203,
-     ours the `on_step` of `bcl.map.si`). Each then updates H += Ω / (ξ + (θ - θ_start)²) (theirs
+     ours the `on_step` of `bcl.methods.map.si`). Each then updates H += Ω / (ξ + (θ - θ_start)²) (theirs
      simple.py:206-215, ours `end_task`). Reported: the final θ, H, anchor and Ω (theirs is recovered from their H).
    - er-end: the coreset after tasks 1..t, and N_DRAWS replay draws. The two sides use different random streams:
-     their `random.choice(key, 32, (16,), replace=False)` and our `bcl.train.sample_without_replacement`. So the
+     their `random.choice(key, 32, (16,), replace=False)` and our `bcl.engine.train.sample_without_replacement`. So the
      chosen points are not compared; what is compared: sizes, per-class counts, that the stored points are a
      sub-multiset of the task, distinct positions (from an index probe, inputs [position, task]), that each draw is
      8 distinct stored points of one task, and the task frequencies.
@@ -62,13 +62,13 @@ Findings (seed 0; benchmarks/results/authors_parity_map.jsonl and _x64.jsonl):
     (bcl/train/trainer/__init__.py:54-62), to `TaskIncrementalCoreset.update`
     (bcl/train/trainer/coreset.py:143-155). With tasks of equal size (32), it keeps the same 16 positions of every
     task: same_positions_every_task is true for theirs at t3.
-  - Ours (`bcl.sequence._task_arguments`) derives each task's end_task key from fold_in(seed key, t) by default, so
+  - Ours (`bcl.engine.sequence._task_arguments`) derives each task's end_task key from fold_in(seed key, t) by default, so
     the positions differ; `train_sequence(..., task_keys="reused")` gives every task the seed's own keys, as theirs.
   - Each task's own choice is uniform on both sides; only the correlation across tasks differs. This is a
     convention of randomness, not a different algorithm.
 - SI's sign. This is not a difference between the codes; both differ from the SI paper. Their accumulator is
   +Σ g·Δθ (simple.py:186-189 and 201-203), the opposite sign of Zenke et al.'s ω = -Σ g·Δθ. Ours reproduces it:
-  `bcl.map.si` with importance_sign=+1; -1 is `si_zenke`. Optimiser steps go downhill, so g·Δθ < 0. In si-end/t1,
+  `bcl.methods.map.si` with importance_sign=+1; -1 is `si_zenke`. Optimiser steps go downhill, so g·Δθ < 0. In si-end/t1,
   every entry of H decreased, and 56 of 371 were negative after the 8 steps.
 - Their `TaskIncrementalCoreset.choice` draws row positions from task 1's size and applies them to the chosen task
   (coreset.py:157-174; lines 175-180 are unreachable). This equals ours because every task stores the same number of
@@ -166,11 +166,11 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     import jax
     import jax.numpy as jnp
     from bcl.core import Split, named_keys
-    from bcl.data import load_sequence
-    from bcl.map import QuadraticMemory, SIMemory, expected_fisher, map_suite, si
+    from bcl.data.sequences import load_sequence
+    from bcl.methods.map import QuadraticMemory, SIMemory, expected_fisher, map_suite, si
     from bcl.paper import MAP_METHODS, map_settings
-    from bcl.svi import inducing_bounds
-    from bcl.train import (Batch, Coreset, MethodState, TaskInfo, coreset_draw, epoch_batches, make_task_program,
+    from bcl.vi.svi import inducing_bounds
+    from bcl.engine.train import (Batch, Coreset, MethodState, TaskInfo, coreset_draw, epoch_batches, make_task_program,
                            n_batches)
     dtype = jnp.float64 if x64 else jnp.float32
     cast = lambda tree: jax.tree.map(lambda x: jnp.asarray(x, dtype), tree)  # flax inits float32 even under x64
@@ -287,7 +287,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                 result = {}
                 for prefix, data in (("stored", lambda u: tasks[u - 1][0]), ("probe", lambda u: probe_xs(u, n_train))):
                     state = method.init(k["end"], [None] * len(tasks))
-                    for u in range(1, t + 1):  # the end_task keys of bcl.sequence._task_arguments
+                    for u in range(1, t + 1):  # the end_task keys of bcl.engine.sequence._task_arguments
                         key = named_keys(jax.random.fold_in(k["end"], u), "train", "end_task")["end_task"]
                         state = method.end_task(key, state, Split(data(u), tasks[u - 1][1]), hyper, task)
                     c = state.memory
@@ -315,7 +315,7 @@ def _real_rows(rows, mask) -> np.ndarray:
 def _empirical_fisher(model, likelihood, params, xs, ys):
     "mean_i (∇θ log p_{y_i}(x_i))²: what an empirical-Fisher EWC would add (for the sensitivity line only)."
     import jax
-    from bcl.train import class_logits
+    from bcl.engine.train import class_logits
     def log_p(p, x, y):
         return jax.nn.log_softmax(class_logits(model.apply(p, x[None])[0], likelihood))[y]
     grads = jax.vmap(jax.grad(log_p), in_axes=(None, 0, 0))(params, xs, ys)
@@ -404,7 +404,7 @@ def compare(cases, ours, theirs, info, inputs, tol: float) -> list[dict]:
             metrics = ("loss", "nll", "penalty", "grad")
         elif kind == "ewc_end":
             row |= {name_: leaf_max_rel(_tree(t, name_), _tree(o[name_], name_), skip) for name_ in ("fisher", "hessian", "minimum")}
-            row |= {"fisher_kind": {"ours": "expected (bcl.map.expected_fisher)", "authors": "expected (simple.py:150-164)"},
+            row |= {"fisher_kind": {"ours": "expected (bcl.methods.map.expected_fisher)", "authors": "expected (simple.py:150-164)"},
                     "expected_vs_empirical": leaf_max_rel(_tree(o["fisher"], "fisher"), _tree(o["empirical"], "fisher"))}
             metrics = ("fisher", "hessian", "minimum")
         elif kind == "si_end":

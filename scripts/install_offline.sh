@@ -195,7 +195,7 @@ install() {
   fi
   "$py" -m pip install --disable-pip-version-check -q --no-index --no-deps --no-build-isolation -e . >&2 \
     || die "pip install -e . failed"
-  "$py" -c "import bcl, bcl.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend; print('bcl', bcl.__version__, 'imports fine')"
+  "$py" -c "import bcl, bcl.vi.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend; print('bcl', bcl.__version__, 'imports fine')"
 }
 
 case "${1:-}" in

@@ -18,20 +18,20 @@ def _ys(n=20):
 
 
 def _seq():
-    from bcl.splits import make_sequence
+    from bcl.data.splits import make_sequence
     return make_sequence("tiny", _xs(40), (np.arange(40) % 2).astype(np.int32), [[0], [1]])
 
 
 def _map_method(**kw):
     from bcl.models import make_model
-    from bcl.map import map_suite
+    from bcl.methods.map import map_suite
     model = make_model("linear", 2, (2,))
     settings = dict(learning_rate=0.1, batch_size=4, er_batch=2, coreset_size=2, epochs=1) | kw
     return map_suite(model, "softmax", **settings)
 
 
 def _train(method_name="finetuning", sequence=None, hyper=None, method=None, **kw):
-    from bcl.sequence import train_sequence
+    from bcl.engine.sequence import train_sequence
     built, grid = _map_method(**kw.pop("suite", {}))[method_name]
     return train_sequence(method or built, sequence or _seq(), hyper if hyper is not None else grid, progress=False,
                           **kw)
@@ -45,8 +45,8 @@ def _with_settings(**settings):
 
 def _train_svi(name, **settings):
     from bcl.models import make_model
-    from bcl.sequence import train_sequence
-    from bcl.svi import svi_method
+    from bcl.engine.sequence import train_sequence
+    from bcl.vi.svi import svi_method
     method = svi_method(name, make_model("linear", 2, (2,)), "softmax", batch_size=2, coreset_batch=2, epochs=1,
                         **settings)
     return train_sequence(method, _seq(), {"learning_rate": 0.1}, progress=False)
@@ -63,7 +63,7 @@ def _register_setup(name="mine", **fields):
 
 def _register_column(**fields):
     from bcl.paper import SequenceSetup
-    from bcl.plan import USER_COLUMNS, register_column
+    from bcl.table.plan import USER_COLUMNS, register_column
     try:
         return register_column("mine", "mine", "cisplit2diris", SequenceSetup("2d", "fcnn16", 0.0, 1.0)._replace(**fields))
     finally:
@@ -94,7 +94,7 @@ def _empty_task():
 
 def _hmc(**kw):
     import jax
-    from bcl.hmc import run_hmc_sequence
+    from bcl.methods.hmc import run_hmc_sequence
     from bcl.models import make_model
     sequence = kw.pop("sequence", None) or _seq()
     model = kw.pop("model", None) or make_model("linear", 2, (2,))
@@ -104,17 +104,17 @@ def _hmc(**kw):
 
 def _svi(setup="2d", **kw):
     from bcl.models import make_model
-    from bcl.svi import svi_suite
+    from bcl.vi.svi import svi_suite
     return svi_suite(make_model("linear", 3, (2,)), "softmax", setup, **kw)
 
 
 def _make_sequence(*args, **kw):
-    from bcl.splits import make_sequence
+    from bcl.data.splits import make_sequence
     return make_sequence(*args, **kw)
 
 
 def _load(*args, **kw):
-    from bcl.data import load_sequence
+    from bcl.data.sequences import load_sequence
     return load_sequence(*args, **kw)
 
 
@@ -153,7 +153,7 @@ CASES = [
     ("train_sequence/seed-str", lambda: _train(seeds=["a"]), "seed"),
     ("train_sequence/nan-input", lambda: _train(sequence=_nan_xs()), "finite"),
     ("train_sequence/empty-task", lambda: _train(sequence=_empty_task()), "Task 2"),
-    ("train_sequence/method-not-method", lambda: __import__("bcl.sequence").sequence.train_sequence(
+    ("train_sequence/method-not-method", lambda: __import__("bcl.engine.sequence").engine.sequence.train_sequence(
         "finetuning", _seq(), {"learning_rate": 0.1}, progress=False), "Method"),
     ("train_sequence/batch-larger-than-task", lambda: _train(suite={"batch_size": 64}), "batch_size = 64 exceeds"),
     ("train_sequence/er-batch-larger-than-task", lambda: _train("er", suite={"er_batch": 64, "coreset_size": 64}),
@@ -187,7 +187,7 @@ CASES = [
 
 def _map_method_likelihood(likelihood):
     from bcl.models import make_model
-    from bcl.map import map_suite
+    from bcl.methods.map import map_suite
     return map_suite(make_model("linear", 2, (2,)), likelihood, learning_rate=0.1, batch_size=4, er_batch=2,
                      coreset_size=2, epochs=1)
 

@@ -1,4 +1,4 @@
-"""Your own sequence, model, method and column (nbs/16_custom.ipynb): registered by a plugin module, run through the
+"""Your own sequence, model, method and column (nbs/72_custom.ipynb): registered by a plugin module, run through the
 batch (experiments/run_table.py custom) by name in any letter case; bad names and duplicate registrations fail with
 a ValueError that says what to do.
 
@@ -36,7 +36,9 @@ def batch(args, tmp_path, plugin_dir, timeout=600):
 @pytest.fixture
 def registries():
     "Registrations made by a test are undone after it."
-    from bcl import data, models, paper, plan
+    from bcl import models, paper
+    from bcl.data import sequences as data
+    from bcl.table import plan
     saved = [(d, dict(d)) for d in (data.SEQUENCES, models._TAILS, paper.USER_METHODS, paper._USER_BY_SQUASHED,
                                     paper.USER_SETUPS, plan.USER_COLUMNS)]
     yield
@@ -87,10 +89,10 @@ def test_batch_without_a_registered_column_says_what_to_do(tmp_path):
 
 
 def test_registered_names_in_any_letter_case(plugin, tmp_path):
-    from bcl.data import load_sequence
+    from bcl.data.sequences import load_sequence
     from bcl.models import make_model
     from bcl.paper import method_label, method_name
-    from bcl.plan import cell_spec, plan_cell
+    from bcl.table.plan import cell_spec, plan_cell
     sequence = load_sequence("DISplitCancer", tmp_path)
     assert (sequence.name, len(sequence), sequence.likelihood, sequence.input_shape) == ("displitcancer", 3, "sigmoid", (30,))
     assert make_model("TABULAR32", 1, (30,)).name == "tabular32"
@@ -102,10 +104,10 @@ def test_registered_names_in_any_letter_case(plugin, tmp_path):
 
 
 def test_unknown_names_say_how_to_register(registries):
-    from bcl.data import sequence_spec
+    from bcl.data.sequences import sequence_spec
     from bcl.models import make_model
     from bcl.paper import method_name
-    from bcl.plan import plan_cell
+    from bcl.table.plan import plan_cell
     with pytest.raises(ValueError, match="Unknown task sequence 'nosuch'.*register_sequence"):
         sequence_spec("nosuch")
     with pytest.raises(ValueError, match="Unknown model 'nosuch'.*register_model"):
@@ -117,10 +119,10 @@ def test_unknown_names_say_how_to_register(registries):
 
 
 def test_duplicate_registrations_are_refused(plugin):
-    from bcl.data import register_sequence
+    from bcl.data.sequences import register_sequence
     from bcl.models import register_model
     from bcl.paper import SequenceSetup, register_method
-    from bcl.plan import register_column
+    from bcl.table.plan import register_column
     with pytest.raises(ValueError, match="'displitcancer' is already registered.*replace=True"):
         register_sequence("DISplitCancer", plugin.di_split_cancer, description="again")
     with pytest.raises(ValueError, match="'disinusoid' is a built-in sequence"):
@@ -146,7 +148,7 @@ def test_duplicate_registrations_are_refused(plugin):
 
 def test_built_in_names_in_any_letter_case(tmp_path):
     "Built-in sequences and models are found in any letter case too (these were refused before the registry)."
-    from bcl.data import load_sequence
+    from bcl.data.sequences import load_sequence
     from bcl.models import make_model
     assert load_sequence("CISplit2DIris", tmp_path).name == "cisplit2diris"
     assert make_model("FCNN16", 2, (2,)).name == "fcnn16"
@@ -201,7 +203,7 @@ def digits_plugins(tmp_path) -> Path:
     (plugin_dir / "digits_image.py").write_text(
         "import digits_example  # noqa: F401  (the sequence)\n"
         "from bcl.paper import SequenceSetup\n"
-        "from bcl.plan import register_column\n"
+        "from bcl.table.plan import register_column\n"
         "register_column('ci-digits-image', 'CI Split Digits, image setup', 'cisplitdigits',\n"
         "                SequenceSetup('image', 'fcnn16', 0.0, 1.0), replace=True)\n")
     return plugin_dir

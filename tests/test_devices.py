@@ -1,4 +1,4 @@
-"""bcl.devices (nbs/15a_devices.ipynb): GPU counting with a fake `nvidia-smi` on PATH, and per-worker pinning (no GPU needed)."""
+"""bcl.table.devices (nbs/table/63_devices.ipynb): GPU counting with a fake `nvidia-smi` on PATH, and per-worker pinning (no GPU needed)."""
 import os
 import subprocess
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bcl import devices
+from bcl.table import devices
 
 
 def fake_nvidia_smi(folder: Path, n_gpus: int, exit_code: int = 0) -> None:
@@ -81,7 +81,7 @@ def test_pin_rejects_bad_arguments(path_only, bad):
 
 def test_counting_does_not_import_jax(path_only):
     fake_nvidia_smi(path_only, 1)
-    code = ("import sys; from bcl import devices; n = devices.gpu_count(); "
+    code = ("import sys; from bcl.table import devices; n = devices.gpu_count(); "
             "assert 'jax' not in sys.modules and 'jaxlib' not in sys.modules; print(n)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=os.environ.copy(), check=True)
@@ -90,7 +90,7 @@ def test_counting_does_not_import_jax(path_only):
 
 def test_local_cluster_shares_the_gpu_between_its_workers(path_only):
     "The batch's LocalCluster on a 1-GPU machine with 2 workers: each worker is pinned to GPU 0 with half its memory."
-    from bcl.batch import make_client
+    from bcl.table.batch import make_client
     fake_nvidia_smi(path_only, 1)
     client, share = make_client(None, 2)
     try:

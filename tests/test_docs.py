@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_docs" / "html"
 SHOTS = ROOT / "results" / "docs" / "browser"
-PAGES = ("index.html", "nbs/01_gaussian.html", "nbs/03_kl_bound.html")
+PAGES = ("index.html", "nbs/vi/30_gaussian.html", "nbs/vi/32_kl_bound.html")
 GUARDED = ("nbdev_docs", "nbdev_preview", "nbdev_prepare")
 MARKER = "bcl-nbdev-guard"
 
@@ -59,10 +59,10 @@ def test_page_drops_hidden_cells_and_directive_lines():
 
 def test_every_notebook_and_module_gets_a_page():
     stems = [p.stem for p in build.notebooks()]
-    assert {"index", "01_gaussian", "02_mixture", "03_kl_bound", "04_linearise", "10_svi", "11_hmc"} <= set(stems)
+    assert {"index", "vi/30_gaussian", "vi/31_mixture", "vi/32_kl_bound", "vi/33_linearise", "vi/34_svi", "methods/41_hmc"} <= set(stems)
     assert not [s for s in stems if s.startswith("_")]
     modules = build.api_modules()
-    assert {"bcl.gaussian", "bcl.mixture", "bcl.kl", "bcl.linearise", "bcl.svi", "bcl.hmc"} <= set(modules)
+    assert {"bcl.vi.gaussian", "bcl.vi.mixture", "bcl.vi.kl", "bcl.vi.linearise", "bcl.vi.svi", "bcl.methods.hmc"} <= set(modules)
     assert "bcl._modidx" not in modules
     with pytest.raises(SystemExit, match="no notebook named"):
         build.notebooks(["99_nothing"])
@@ -171,7 +171,7 @@ def test_no_page_loads_anything_from_the_network():
 
 def test_index_lists_the_notebooks(served):
     dom = _dom(f"{served}/index.html")
-    for stem in ("01_gaussian", "02_mixture", "11_hmc"):
+    for stem in ("vi/30_gaussian", "vi/31_mixture", "methods/41_hmc"):
         assert f'href="nbs/{stem}.html"' in dom, stem
     assert 'href="api/index.html"' in dom
 

@@ -28,7 +28,7 @@ import json, os, sys
 from pathlib import Path
 import numpy as np
 import jax, jax.numpy as jnp
-import bcl.checkpoint, bcl.core, bcl.sequence
+import bcl.engine.checkpoint, bcl.core, bcl.engine.sequence
 if os.environ.get("BCL_FAULT_BREAK_ATOMIC") == "1":  # the deliberately broken writer: in place, not atomic
     def in_place(path, data):
         path = Path(path)
@@ -37,11 +37,11 @@ if os.environ.get("BCL_FAULT_BREAK_ATOMIC") == "1":  # the deliberately broken w
                 file.write(data[start:start + (1 << 16)])
                 file.flush()
         return path
-    bcl.core.atomic_write_bytes = bcl.checkpoint.atomic_write_bytes = bcl.sequence.atomic_write_bytes = in_place
+    bcl.core.atomic_write_bytes = bcl.engine.checkpoint.atomic_write_bytes = bcl.engine.sequence.atomic_write_bytes = in_place
 from bcl.core import Split, Task, TaskSequence, tree_sum
 from bcl.models import make_model
-from bcl.train import Method, MethodState, Training, nll_sum, predict_probabilities
-from bcl.sequence import train_sequence, result_table, save_table
+from bcl.engine.train import Method, MethodState, Training, nll_sum, predict_probabilities
+from bcl.engine.sequence import train_sequence, result_table, save_table
 
 folder = Path(sys.argv[1])
 big = int(os.environ.get("BCL_FAULT_MEMORY", "1"))
@@ -184,7 +184,7 @@ def _tiny():
     import jax.numpy as jnp
     from bcl.core import Split, Task, TaskSequence, tree_sum
     from bcl.models import make_model
-    from bcl.train import Method, MethodState, Training, nll_sum, predict_probabilities
+    from bcl.engine.train import Method, MethodState, Training, nll_sum, predict_probabilities
     rng = np.random.default_rng(1)
     def split(n):
         ys = rng.integers(0, 2, n).astype(np.int32)
@@ -202,7 +202,7 @@ def _tiny():
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "garbage", "flipped"])
 def test_damaged_checkpoint_is_refused_clearly(tmp_path, damage):
-    from bcl.sequence import train_sequence
+    from bcl.engine.sequence import train_sequence
     method, sequence = _tiny()
     path = tmp_path / "run.npz"
     first = train_sequence(method, sequence, {"learning_rate": 0.1}, checkpoint=path, progress=False)
@@ -218,7 +218,7 @@ def test_damaged_checkpoint_is_refused_clearly(tmp_path, damage):
 
 
 def test_stale_checkpoint_names_the_change(tmp_path):
-    from bcl.sequence import train_sequence
+    from bcl.engine.sequence import train_sequence
     method, sequence = _tiny()
     path = tmp_path / "run.npz"
     train_sequence(method, sequence, {"learning_rate": 0.1}, checkpoint=path, progress=False)
@@ -228,21 +228,21 @@ def test_stale_checkpoint_names_the_change(tmp_path):
 
 
 def test_corrupt_results_json_of_a_table_cell(tmp_path):
-    from bcl.table import read_cell
+    from bcl.table.cell import read_cell
     (tmp_path / "numbers.json").write_text('{"column": "x", "method"')
     numbers, why = read_cell(tmp_path)
     assert numbers is None and "unreadable numbers.json" in why
 
 
 def test_corrupt_results_json_of_a_visualisation(tmp_path):
-    from bcl.report import read_numbers
+    from bcl.figure.report import read_numbers
     (tmp_path / "numbers.json").write_text('{"method": ')
     with pytest.raises(ValueError, match="numbers.json"):
         read_numbers(tmp_path)
 
 
 def test_corrupt_data_cache_is_rebuilt(tmp_path):
-    from bcl.data import load_sequence
+    from bcl.data.sequences import load_sequence
     first = load_sequence("cisplit2diris", tmp_path)
     folder = tmp_path / "sequences" / "cisplit2diris"
     target = folder / "train_1_xs.npy"
@@ -262,7 +262,7 @@ def test_corrupt_data_cache_is_rebuilt(tmp_path):
 
 
 def test_corrupt_feature_cache_is_rebuilt(tmp_path):
-    from bcl.features import feature_sequence, pretraining_settings
+    from bcl.data.features import feature_sequence, pretraining_settings
     quick = pretraining_settings("fashionmnist", epochs=1, max_examples=64)
     try:
         first = feature_sequence("cisplitmnist5k", quick, cache_dir=tmp_path)
@@ -276,7 +276,7 @@ def test_corrupt_feature_cache_is_rebuilt(tmp_path):
     np.testing.assert_array_equal(again.tasks[1].test.xs, first.tasks[1].test.xs)
     # a corrupt extractor: the features above stay valid (their manifest records the extractor's digest); loading
     # the extractor itself notices and pre-trains again
-    from bcl.features import load_extractor
+    from bcl.data.features import load_extractor
     (tmp_path / "extractors" / "fashionmnist" / "params.npz").write_bytes(b"garbage")
     with pytest.warns(UserWarning, match="Rebuilding"):
         model, params, manifest = load_extractor(quick, cache_dir=tmp_path)

@@ -1,5 +1,5 @@
 """The parameter files that `make demo` and `make demo-sinusoid` pass to the papermill template are complete and
-valid: merged over the template's `parameters` cell they pass `bcl.experiment.validate_parameters`, so a typo in a
+valid: merged over the template's `parameters` cell they pass `bcl.figure.visualisation.validate_parameters`, so a typo in a
 YAML file fails here rather than minutes into a run."""
 import ast
 import sys
@@ -14,13 +14,13 @@ RUNS = [["paper_cisplit2diris.yaml"], ["paper_disinusoid.yaml"], ["paper_disinus
 
 def template_defaults() -> dict:
     import papermill as pm
-    found = pm.inspect_notebook(str(ROOT / "nbs" / "20_visualisation.ipynb"))
+    found = pm.inspect_notebook(str(ROOT / "nbs" / "90_visualisation.ipynb"))
     return {name: ast.literal_eval(spec["default"]) for name, spec in found.items()}
 
 
 @pytest.mark.parametrize("files", RUNS, ids=["+".join(f) for f in RUNS])
 def test_parameter_files_validate(files):
-    from bcl.experiment import PARAMETER_TYPES, validate_parameters
+    from bcl.figure.visualisation import PARAMETER_TYPES, validate_parameters
     from bcl.resources import load_parameters
     defaults = template_defaults()
     assert set(defaults) == set(PARAMETER_TYPES)  # the template and the validator know the same parameters

@@ -38,7 +38,7 @@ def test_a_cpu_projection_never_takes_a_gpu_cell_over_a_cpu_measurement():
 
 
 def test_the_committed_ledger_feeds_only_timed_finished_cells(tmp_path):
-    from bcl.ledger import previous_cells
+    from bcl.table.ledger import previous_cells
     ledger = {"cells": {"a/er": _cell("a", "er", "cpu", 10.0),
                         "a/si": {"column": "a", "method": "si", "mean": None, "status": "not run"},
                         "a/ewc": {"column": "a", "method": "ewc", "mean": 40.0}}}  # no timings: not a source

@@ -1,4 +1,4 @@
-"""A cell's seeds split over several devices (`bcl.sequence.seed_mesh`, nbs/07b_sequence.ipynb), on the CPU with two
+"""A cell's seeds split over several devices (`bcl.engine.sequence.seed_mesh`, nbs/engine/23_sequence.ipynb), on the CPU with two
 host devices (`XLA_FLAGS=--xla_force_host_platform_device_count=2`, in a subprocess: JAX fixes its devices when it
 starts): the numbers per seed equal those of the single-device program within float32 rounding."""
 import json
@@ -16,8 +16,8 @@ import json, sys
 import numpy as np, jax, jax.numpy as jnp
 from bcl.core import Split, Task, TaskSequence, tree_sum
 from bcl.models import make_model
-from bcl.sequence import seed_mesh, train_sequence
-from bcl.train import Method, MethodState, Training, nll_sum, predict_probabilities
+from bcl.engine.sequence import seed_mesh, train_sequence
+from bcl.engine.train import Method, MethodState, Training, nll_sum, predict_probabilities
 
 rng = np.random.default_rng(0)
 def blobs(centres, labels, n=12):

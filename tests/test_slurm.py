@@ -254,7 +254,7 @@ def test_slurm_down_is_said_within_seconds(slurm, tmp_path):
 
 def test_gpu_example_renders_its_job_script():
     "The shipped GPU example through the code path of --slurm: the job script dask-jobqueue would submit."
-    from bcl.batch import slurm_cluster, slurm_config
+    from bcl.table.batch import slurm_cluster, slurm_config
     shipped = yaml.safe_load(slurm_config().read_text())["jobqueue"]["slurm"]
     cluster = slurm_cluster(slurm_config())
     try:

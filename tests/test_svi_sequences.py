@@ -4,13 +4,13 @@ Each sequence is loaded the way a user would load it: the offline ones (Iris, Si
 from their real sources, the tfds ones (MNIST, CIFAR-10) under `tfds.testing.mock_data`, the ISIC ones (HAM-8,
 HAM-6) from a small fake archive written here, and the `_fe` sequences from synthetic features of the extractors'
 widths (64 for the MNIST-type CNN, 512 for the ResNet). The sequence is then cut to its first two tasks and a few
-points per split, and every method of `bcl.svi.svi_suite` is trained for one epoch with the sequence's own settings
-(`bcl.svi.sequence_settings`: model, setup, inducing-point bounds), batches of 4 and the coreset shrunk to fit. The test asserts
+points per split, and every method of `bcl.vi.svi.svi_suite` is trained for one epoch with the sequence's own settings
+(`bcl.vi.svi.sequence_settings`: model, setup, inducing-point bounds), batches of 4 and the coreset shrunk to fit. The test asserts
 finite losses, probabilities that are finite and sum to one, and accuracies in [0, 1].
 
 These compile 8 programs per sequence, so they run only with `BCL_TEST_FLAGS=slow` (`make test-all`). The four
 sequences of the 6-layer CNN (CIFAR, HAM) take several minutes each on a 2-core CPU (Split CIFAR-10: 13 min with
-other jobs running), with the convolutions computed as patches (`bcl.svi.sequence_model`); with `nn.Conv` the first
+other jobs running), with the convolutions computed as patches (`bcl.vi.svi.sequence_model`); with `nn.Conv` the first
 of them did not finish within 15 minutes.
 """
 import os
@@ -47,13 +47,13 @@ def write_fake_isic(folder: Path, diagnoses, n_per_class: int = 8) -> Path:
 
 
 def real_or_mock_sequence(name: str, tmp_path: Path):
-    from bcl.data import load_sequence
+    from bcl.data.sequences import load_sequence
     if name in ("cisplitmnist", "displitmnist", "cisplitcifar10", "displitcifar8"):
         import tensorflow_datasets as tfds
         with tfds.testing.mock_data(num_examples=100):
             return load_sequence(name, tmp_path)
     if name in ("cisplitham8", "displitham6"):
-        from bcl.isic import HAM6_CLASSES, HAM8_CLASSES
+        from bcl.data.isic import HAM6_CLASSES, HAM8_CLASSES
         diagnoses = sorted(set(HAM8_CLASSES) | set(HAM6_CLASSES))
         return load_sequence(name, tmp_path, source_dir=write_fake_isic(tmp_path / "HAM10000", diagnoses))
     return load_sequence(name)
@@ -88,9 +88,9 @@ def shrink(sequence, n_tasks: int = 2, points: int = POINTS):
 
 @pytest.mark.parametrize("name", CONTINUAL + tuple(FEATURES))
 def test_every_method_trains_and_predicts(name, tmp_path):
-    from bcl.sequence import train_sequence
+    from bcl.engine.sequence import train_sequence
     from bcl.paper import SVI_METHODS
-    from bcl.svi import sequence_model, sequence_settings, svi_suite
+    from bcl.vi.svi import sequence_model, sequence_settings, svi_suite
     sequence = synthetic_feature_sequence(name, FEATURES[name]) if name in FEATURES else \
         shrink(real_or_mock_sequence(name, tmp_path))
     settings = sequence_settings(name)

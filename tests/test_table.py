@@ -5,7 +5,7 @@
 - a worker killed mid-cell is replaced by Dask and the cell still finishes;
 - the batch runs against a separate `dask scheduler` with two `dask worker` processes (`--scheduler FILE`).
 
-Each smoke cell is one papermill run of nbs/21_table_cell.ipynb (a kernel start, JAX's import and a compile), so
+Each smoke cell is one papermill run of nbs/91_table_cell.ipynb (a kernel start, JAX's import and a compile), so
 these tests take a few minutes on a 2-core CPU.
 """
 import json
@@ -92,7 +92,7 @@ def test_worker_killed_mid_cell_is_rerun(tmp_path):
     numbers = json.loads(finished(out, CELLS[0]).read_text())
     assert numbers["method"] == "finetuning" and 0 <= numbers["final_average_accuracy"]["mean"] <= 100
     # the learning curves of --logger, read back; the driver's per-task lines and where the results are
-    from bcl.loggers import read_csv_log, read_tensorboard
+    from bcl.engine.loggers import read_csv_log, read_tensorboard
     T, seeds = len(numbers["n_train"]), numbers["seeds"]
     log = read_csv_log(finished(out, CELLS[0]).parent / "log.csv")
     assert sorted(log.task.unique()) == list(range(1, T + 1)) and sorted(log.seed.unique()) == seeds

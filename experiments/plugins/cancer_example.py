@@ -1,5 +1,5 @@
 """A plugin for `experiments/run_table.py --plugins cancer_example`: a sequence, a network, a method and a column of
-one's own, registered by name when this module is imported (nbs/16_custom.ipynb explains each piece).
+one's own, registered by name when this module is imported (nbs/72_custom.ipynb explains each piece).
 
 - sequence `displitcancer`: scikit-learn's breast-cancer data (569 tumours, 30 features, standardised, float32) in
   3 domain-incremental tasks, the tertiles of `mean texture` (smooth to coarse), each benign vs malignant;
@@ -21,14 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bcl.data import register_sequence
-from bcl.map import l2_penalty, map_predict
+from bcl.data.sequences import register_sequence
+from bcl.methods.map import l2_penalty, map_predict
 from bcl.models import register_model
 from bcl.paper import SequenceSetup, register_method
-from bcl.sequence import hyper_grid
-from bcl.splits import make_sequence
-from bcl.plan import register_column
-from bcl.train import Method, MethodState, Training, nll_sum
+from bcl.engine.sequence import hyper_grid
+from bcl.data.splits import make_sequence
+from bcl.table.plan import register_column
+from bcl.engine.train import Method, MethodState, Training, nll_sum
 
 
 def di_split_cancer(seed: int):

@@ -1,5 +1,5 @@
 """A plugin for `experiments/run_table.py --plugins digits_example`: a small data set of one's own with a setup of
-its own (nbs/16_custom.ipynb explains each piece).
+its own (nbs/72_custom.ipynb explains each piece).
 
 - sequence `cisplitdigits`: scikit-learn's handwritten digits (8×8 pixels, bundled with scikit-learn, no download) as
   5 class-incremental tasks of two digits each, pixels scaled to [0, 1] and flattened to 64 inputs; 150 images of each
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bcl.data import register_sequence
+from bcl.data.sequences import register_sequence
 from bcl.paper import SequenceSetup, Setup, register_setup
-from bcl.plan import register_column
-from bcl.splits import make_sequence
+from bcl.table.plan import register_column
+from bcl.data.splits import make_sequence
 
 
 PER_DIGIT = 150  # images of each digit kept: its 64 % train, 16 % validation and 20 % test are whole numbers
