@@ -21,7 +21,7 @@ def mean_nll(probs: np.ndarray, ys: np.ndarray, floor: float = 1e-12) -> float:
     return float(-np.mean(np.log(np.maximum(probs[np.arange(len(ys)), ys], floor))))
 
 def expected_calibration_error(probs: np.ndarray, ys: np.ndarray, n_bins: int = 10) -> float:
-    "ECE: Σ_b (n_b/n)·|accuracy_b − confidence_b| over `n_bins` equal-width bins of the top probability."
+    "ECE: Σ_b (n_b/n)·abs(accuracy_b − confidence_b) over `n_bins` equal-width bins of the top probability."
     confidence = probs.max(-1)
     correct = np.argmax(probs, -1) == ys
     bins = np.clip(np.ceil(confidence * n_bins).astype(int) - 1, 0, n_bins - 1)

@@ -24,7 +24,8 @@ __all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'SLURM_FIELDS', 'code_version', 'c
            'cpu_info', 'usable_cores', 'slurm_job', 'provenance']
 
 # %% ../nbs/02_provenance.ipynb #fe760982
-OUTSIDE_COMPUTATION = ("_modidx.py", "ledger.py", "cli.py", "batch.py", "devices.py")  # never imported by a computation; left out of code_version
+# paths under bcl/ that no computation imports: left out of code_version
+OUTSIDE_COMPUTATION = ("_modidx.py", "table/ledger.py", "cli.py", "resources.py", "table/batch.py", "table/devices.py")
 
 def _package_folder() -> Path:
     import bcl
@@ -37,7 +38,8 @@ def code_version() -> str:
 @functools.lru_cache(maxsize=8)
 def _folder_version(folder: Path) -> str:
     digest = hashlib.sha256()
-    files = sorted((p for p in folder.rglob("*.py") if "__pycache__" not in p.parts and p.name not in OUTSIDE_COMPUTATION),
+    files = sorted((p for p in folder.rglob("*.py")
+                    if "__pycache__" not in p.parts and p.relative_to(folder).as_posix() not in OUTSIDE_COMPUTATION),
                    key=lambda p: p.relative_to(folder).as_posix())
     for path in files:
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")

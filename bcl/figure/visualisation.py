@@ -97,7 +97,7 @@ def _check_probabilities(p, q) -> tuple[np.ndarray, np.ndarray]:
     return p, q
 
 def total_variation(p, q) -> np.ndarray:
-    "½ Σ_c |p_c − q_c| at every point (leading axes kept)."
+    "½ Σ_c abs(p_c − q_c) at every point (leading axes kept)."
     p, q = _check_probabilities(p, q)
     return 0.5 * np.abs(p - q).sum(-1)
 
