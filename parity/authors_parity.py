@@ -284,7 +284,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     cast = (lambda tree: jax.tree.map(lambda x: x.astype(jnp.float64), tree)) if x64 else (lambda tree: tree)
     from bcl.core import named_keys
     from bcl.vi.mixture import Mixture
-    from bcl.paper import SVI_METHODS
+    from bcl.paper import SVI_METHODS, method_info
     from bcl.vi.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
                          variational_init, variational_prior)
     from bcl.engine.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
@@ -306,7 +306,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
             continue
         method, hyper = suite[name]
         s = method.settings
-        focus, family, space = name.split("-")
+        info = method_info(name)  # the method's parts, read from the paper table
         n_components = s["n_components"]
         for scenario, t in target["scenarios"].items():
             case = f"{name}/{scenario}"
@@ -319,11 +319,11 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                                             _normal_like(k["rho"], q.rho)))
             like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
             prior = cast(variational_prior(like, n_components, s["precision"]))
-            if focus == "p" and t > 1:  # prior-focused: the previous task's posterior
+            if info.focus == "prior" and t > 1:  # prior-focused: the previous task's posterior
                 prev = cast(variational_init(k["prior"], model.init, n_components))
                 prior = prev._replace(rho=jax.tree.map(lambda r, e: r + 0.5 * e, prev.rho,
                                                        _normal_like(jax.random.fold_in(k["prior"], 1), prev.rho)))
-            uses_coreset = focus == "l" or space == "sfsvi"
+            uses_coreset = info.focus == "likelihood" or info.space == "function"
             coreset = ()
             if uses_coreset:
                 cx, cy = data.coreset(k["coreset"], n_slots, s["coreset_size"])
@@ -344,14 +344,14 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
             thetas = variational_sample(sk["theta"], q, s["sample_size"])
             draws_check = max_rel(_leaves(thetas), _leaves(thetas_from_draws(q, draws)))
             arrays = {"xs1": batch.xs, "ys1": batch.ys}
-            if focus == "l":
+            if info.focus == "likelihood":
                 replay = coreset_draw(sk["coreset"], coreset, s["coreset_batch"])
                 keep = np.asarray(replay.mask) > 0  # all or none: the authors' coreset returns no rows at task 1
                 arrays |= {"xs2": np.asarray(replay.xs)[keep], "ys2": np.asarray(replay.ys)[keep]}
             else:
                 arrays |= {"xs2": np.zeros((0, *model.input_shape), np.float32), "ys2": np.zeros((0,), np.int32)}
-            if space == "sfsvi":
-                if focus == "p":
+            if info.space == "function":
+                if info.focus == "prior":
                     ind = _prior_inducing_points(sk, coreset, s["coreset_batch"], low, high, s["coreset_prob"])
                 else:
                     ind = uniform_inducing_points(sk["inducing"], s["n_inducing"], low, high)
@@ -382,7 +382,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                                                   "n_components", "coreset_size", "kl_weighting") if k_ in s},
             }
             cases.append({"name": case, "method": name, "scenario": scenario, "authors_id": AUTHORS_IDS[name],
-                          "focus": "likelihood" if focus == "l" else "prior", "task_count": t - 1,
+                          "focus": info.focus, "task_count": t - 1,
                           "n_train": n_train})
             print(f"our side: {case} done", file=sys.stderr, flush=True)
     return cases, inputs, ours
