@@ -1,0 +1,65 @@
+"""The package's shape: notebooks in the same tree as `bcl/`, numbered by dependency, and README's layout table.
+
+- a notebook under `nbs/<folder>/` exports into `bcl.<folder>`, and one at the top of `nbs/` into a top-level module;
+- a module imports only modules whose notebooks have smaller numbers (lazy imports inside functions included), so
+  the numbers are an order in which the notebooks can be read and run;
+- every subpackage of `bcl/` has a row in README's layout table.
+"""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPORT = re.compile(r"^(\s*)from (\.+)?([a-z_.]*) import ([A-Za-z_, ()]+)", re.M)
+
+
+def _exported() -> dict[str, tuple[int, Path]]:
+    "{module: (notebook number, notebook path)} of every exporting notebook."
+    found = {}
+    for notebook in sorted((ROOT / "nbs").rglob("*.ipynb")):
+        module = re.search(r"#\| default_exp ([a-z_.]+)", notebook.read_text())
+        number = re.match(r"(\d+)_", notebook.name)
+        if module and number:
+            found[f"bcl.{module.group(1)}"] = (int(number.group(1)), notebook)
+    return found
+
+
+def _imports(module: str) -> set[str]:
+    "The bcl modules that `module`'s source imports, at the top or inside functions."
+    source = (ROOT / (module.replace(".", "/") + ".py")).read_text()
+    package = module.rsplit(".", 1)[0]
+    found = set()
+    for _, dots, name, names in IMPORT.findall(source):
+        if dots:
+            base = package if len(dots) == 1 else package.rsplit(".", len(dots) - 1)[0]
+            full = f"{base}.{name}" if name else base
+        elif name.startswith("bcl"):
+            full = name
+        else:
+            continue
+        found |= {full} | {f"{full}.{n.strip(' ()')}" for n in names.split(",")}
+    return found
+
+
+def test_notebooks_sit_in_their_package_folder():
+    exported = _exported()
+    assert len(exported) > 30, exported
+    for module, (_, notebook) in exported.items():
+        folder = notebook.parent.relative_to(ROOT / "nbs").parts
+        assert module.split(".")[1:-1] == list(folder), f"{notebook.relative_to(ROOT)} exports {module}"
+
+
+def test_modules_import_only_smaller_numbers():
+    exported = _exported()
+    backwards = [f"{module} ({number}) imports {other} ({exported[other][0]})"
+                 for module, (number, _) in exported.items()
+                 for other in _imports(module) if other in exported and other != module
+                 and exported[other][0] >= number]
+    assert not backwards, backwards
+
+
+def test_readme_layout_names_every_subpackage():
+    layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
+    packages = sorted(p.parent.name for p in (ROOT / "bcl").glob("*/__init__.py"))
+    assert packages, "no subpackages under bcl/"
+    missing = [p for p in packages if f"`bcl/{p}/`" not in layout]
+    assert not missing, missing
