@@ -146,7 +146,8 @@ def page(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def api_modules() -> list[str]:
     "The modules of bcl/ that get an API page (not the generated index `_modidx`)."
-    return sorted(f"bcl.{p.stem}" for p in (ROOT / "bcl").glob("*.py") if not p.stem.startswith("_"))
+    return sorted(".".join(("bcl", *p.relative_to(ROOT / "bcl").with_suffix("").parts))
+                  for p in (ROOT / "bcl").rglob("*.py") if not p.stem.startswith("_"))
 
 
 def stage(paths: list[Path]) -> None:
@@ -161,20 +162,27 @@ def stage(paths: list[Path]) -> None:
     shutil.copytree(mathjax, SRC / "_static" / "mathjax")
     for path in paths:
         nb = page(nbformat.read(EXECUTED / path.relative_to(NBS), as_version=4))
-        nbformat.write(nb, SRC / "nbs" / path.name)
+        target = SRC / "nbs" / path.relative_to(NBS)  # the tree kept, so links between notebooks resolve
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
     config = configparser.ConfigParser(delimiters=["="])
     config.read(ROOT / "settings.ini")
-    stems = [p.stem for p in paths]
+    paths = sorted(paths, key=lambda p: (p.stem != "index", p.stem))  # the tree's numbers: dependency order
+    stems = [p.relative_to(NBS).with_suffix("").as_posix() for p in paths]  # e.g. vi/30_gaussian
     front = [s for s in stems if s == "index"]
     templates = [s for s in stems if s.startswith("9")]
-    maths = [s for s in stems if s not in front + templates]
+    parts = {}  # caption -> notebooks, in order: the top-level notebooks, then one caption per subpackage
+    for s in stems:
+        if s not in front + templates:
+            parts.setdefault("bcl." + s.split("/")[0] if "/" in s else "bcl", []).append(s)
     toc = lambda caption, names: (f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n\n"
                                   + "".join(f"{n}\n" for n in names) + "```\n\n") if names else ""
     (SRC / "index.md").write_text(
         f"# bcl\n\n{config['DEFAULT']['description']}.\n\n"
         "Every page below is a notebook of `nbs/`, executed by `make docs`; cells flagged `slow` or `gpu` are "
         "shown but not run, with a note saying so.\n\n"
-        + toc("Front page", [f"nbs/{s}" for s in front]) + toc("Notebooks", [f"nbs/{s}" for s in maths])
+        + toc("Front page", [f"nbs/{s}" for s in front])
+        + "".join(toc(caption, [f"nbs/{s}" for s in names]) for caption, names in parts.items())
         + toc("Papermill templates", [f"nbs/{s}" for s in templates]) + toc("API reference", ["api/index"]),
         encoding="utf-8")
     (SRC / "api").mkdir()
