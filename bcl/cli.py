@@ -47,7 +47,7 @@ def run_visualisation(files: list[str], run: str | None = None) -> tuple[Path, d
     folder = _under_root(parameters.get("results_folder"), results_dir() / parameters.get("run", "smoke"))
     folder.mkdir(parents=True, exist_ok=True)
     ensure_kernel()
-    from bcl.engine.sequence import enable_compilation_cache
+    from bcl.engine.compilation import enable_compilation_cache
     enable_compilation_cache()  # the kernel inherits it: each program is compiled once across runs
     print(f"running {template.name} with {', '.join(files)} → {folder}", flush=True)
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .compilation import (PROGRAMS, _predict_program, enable_compilation_cache,  # noqa: F401
-                             fast_compile_options, fitting_chunk)  # enable_compilation_cache: re-exported for cli, batch
+from .compilation import PROGRAMS, _predict_program, fast_compile_options, fitting_chunk
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
 from ..core import Split, TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
 from ..metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,

@@ -123,7 +123,7 @@ class MethodRun(NamedTuple):
     info: dict
 
 def _predict_grid(method: Method, state, predict_keys, grid_xs, compiler_options: dict) -> np.ndarray:
-    from bcl.engine.sequence import PROGRAMS
+    from bcl.engine.compilation import PROGRAMS
     def make():
         return jax.vmap(jax.vmap(method.predict, in_axes=(0, 0, None)), in_axes=(None, 0, None))
     probs, compile_s, run_s = PROGRAMS(("grid", method.predict), make, predict_keys, state.params,
@@ -132,7 +132,8 @@ def _predict_grid(method: Method, state, predict_keys, grid_xs, compiler_options
 
 def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile) -> MethodRun:
     from bcl.core import tree_size
-    from bcl.engine.sequence import fast_compile_options, hyper_configs, select_by_validation, train_sequence
+    from bcl.engine.compilation import fast_compile_options
+    from bcl.engine.sequence import hyper_configs, select_by_validation, train_sequence
     seed_keys = jnp.stack([jax.random.key(s) for s in seeds])
     predict_keys = jax.vmap(lambda k: named_keys(k, "predict")["predict"])(seed_keys)
     grids, grid_seconds = [], [0.0]

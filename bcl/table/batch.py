@@ -174,7 +174,7 @@ def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share
         os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
     name = f"{parameters['column']}/{parameters['method']}"
     fault_hooks(name)  # the tests' kill and stall on request (bcl.testing); nothing without their variables
-    from bcl.engine.sequence import enable_compilation_cache
+    from bcl.engine.compilation import enable_compilation_cache
     enable_compilation_cache()  # in the worker, so that the cell's kernel inherits it
     template = template_path(TABLE_TEMPLATE)
     start = time.perf_counter()
@@ -221,7 +221,7 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
     "A Dask task: the visualisation template with merged YAML parameter files (paths or shipped names)."
     import papermill as pm
     parameters = load_parameters(param_files) if param_files else {}
-    from bcl.engine.sequence import enable_compilation_cache
+    from bcl.engine.compilation import enable_compilation_cache
     enable_compilation_cache()
     template = template_path(VISUALISATION_TEMPLATE)
     folder_path = Path(folder)
