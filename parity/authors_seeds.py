@@ -43,12 +43,14 @@ def _fail(message: str) -> None:
     raise SystemExit(f"authors_seeds.py: {message}")
 
 
-def check_environment(repo: Path) -> str | None:
-    "Why the authors' code cannot run here, or None."
+def check_environment(repo: Path, dataprep: bool = True) -> str | None:
+    """Why the authors' code cannot run here, or None. Their data preparation imports torch (`dataprep=True`); their
+    training and evaluation do not, so a sequence already prepared (e.g. by `parity/authors_prepped.py`) needs no torch."""
     if not (repo / "bcl" / "train" / "__main__.py").is_file():
         return f"{repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)"
     missing = []
-    for module in ("jax", "flax", "blackjax", "distrax", "orbax.checkpoint", "zarr", "torch", "msgpack", "tomli_w"):
+    modules = ("jax", "flax", "blackjax", "distrax", "orbax.checkpoint", "zarr", "msgpack", "tomli_w")
+    for module in modules + (("torch",) if dataprep else ()):
         try:
             __import__(module)
         except ImportError:
@@ -102,7 +104,7 @@ def _run(repo: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
-def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int) -> list[dict]:
+def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int, data: str) -> list[dict]:
     import msgpack
     import tomli_w
     name = f"{experiment}__seed{seed}"
@@ -117,7 +119,7 @@ def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed:
     records = []
     for candidates in groups:
         [t] = [c for c in candidates if c in accuracy]
-        records.append({"experiment": experiment, "trainer": t, "seed": int(seed), "accuracy": accuracy[t],
+        records.append({"experiment": experiment, "data": data, "trainer": t, "seed": int(seed), "accuracy": accuracy[t],
                         "final_average_accuracy": final_average_accuracy(accuracy[t]), "train_s": train_s,
                         "evaluate_s": evaluate_s, "authors_commit": _commit(repo), "jax": jax.__version__,
                         "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -154,7 +156,13 @@ def main(argv=None) -> int:
         print("authors_seeds.py: no --authors-repo (or $BCL_AUTHORS_REPO) given; nothing to run.")
         return 0
     repo = args.authors_repo.resolve()
-    why = check_environment(repo)
+    path = repo / "experiments" / f"{args.experiment}.toml"
+    if not path.is_file():
+        _fail(f"no experiment file {path}")
+    spec = tomllib.loads(path.read_text())
+    sequence = spec["task_sequence"]["name"]
+    prepared = (repo / "data" / "prepped" / sequence / "metadata.toml").is_file()
+    why = check_environment(repo, dataprep=not prepared)
     if why:
         print(f"authors_seeds.py: skipped: {why}.")
         return 0
@@ -163,20 +171,17 @@ def main(argv=None) -> int:
         print(f"warning: {repo} is at {commit[:7] or 'an unknown commit'}, not {AUTHORS_COMMIT}", file=sys.stderr)
     if any(s < 0 for s in args.seeds):
         _fail(f"seeds must be non-negative integers, got {args.seeds}")
-    path = repo / "experiments" / f"{args.experiment}.toml"
-    if not path.is_file():
-        _fail(f"no experiment file {path}")
-    spec = tomllib.loads(path.read_text())
-    sequence = spec["task_sequence"]["name"]
-    if not (repo / "data" / "prepped" / sequence / "metadata.toml").is_file():
+    if not prepared:
         _run(repo, "bcl.dataprep", sequence)
+    source = repo / "data" / "prepped" / sequence / "BCL_SOURCE"
+    data = source.read_text().split()[2] if source.is_file() else sequence  # parity/authors_prepped.py's record
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         done = _done(args.out)  # read before every seed: runs in two clones can share --out and split the seeds
         todo = [t for t in args.trainers if (args.experiment, t, seed) not in done]
         if not todo:
             continue
-        for record in run_seed(repo, args.experiment, spec, todo, seed):
+        for record in run_seed(repo, args.experiment, spec, todo, seed, data):
             with open(args.out, "a") as file:
                 file.write(json.dumps(record) + "\n")
             print(f"{record['trainer']} seed {seed}: {record['final_average_accuracy']:.2f} "

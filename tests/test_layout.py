@@ -3,8 +3,11 @@
 - a notebook under `nbs/<folder>/` exports into `bcl.<folder>`, and one at the top of `nbs/` into a top-level module;
 - a module imports only modules whose notebooks have smaller numbers (lazy imports inside functions included), so
   the numbers are an order in which the notebooks can be read and run;
-- every subpackage of `bcl/` has a row in README's layout table.
+- every subpackage of `bcl/` has a row in README's layout table;
+- an exported function with more than 8 parameters says why in its docstring ("N parameters: ..."), so a long
+  signature is a decision, and one that grows fails here until its reason is rewritten.
 """
+import ast
 import re
 from pathlib import Path
 
@@ -63,3 +66,35 @@ def test_readme_layout_names_every_subpackage():
     assert packages, "no subpackages under bcl/"
     missing = [p for p in packages if f"`bcl/{p}/`" not in layout]
     assert not missing, missing
+
+
+MAX_PARAMETERS = 8
+
+
+def _long_signatures() -> list[tuple[str, str, int, str]]:
+    "(module file, function, number of parameters, docstring) of every exported function over MAX_PARAMETERS."
+    found = []
+    for path in sorted((ROOT / "bcl").rglob("*.py")):
+        if path.name == "_modidx.py":
+            continue
+        tree = ast.parse(path.read_text())
+        exported = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+                exported = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name in exported:
+                a = node.args
+                n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+                if n > MAX_PARAMETERS:
+                    found.append((str(path.relative_to(ROOT)), node.name, n, ast.get_docstring(node) or ""))
+    return found
+
+
+def test_long_signatures_state_why():
+    found = _long_signatures()
+    assert found, "the scan found no long signature; check that it still reads __all__"
+    missing = [f"{file}: {name} has {n} parameters" for file, name, n, doc in found
+               if not re.search(rf"\b{n} parameters\b", doc)]
+    assert not missing, ("these exported functions take more than 8 parameters without saying why; group them or "
+                         "state 'N parameters: <why>' in the docstring:\n" + "\n".join(missing))

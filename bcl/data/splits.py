@@ -146,7 +146,8 @@ def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_
                       test=None, incremental: str | None = None, class_names: Sequence[str] = (),
                       stratify=None, test_size: float = 0.2, validation_size: float = 0.2, seed: int = 1337,
                       input_divisor: float = 1.0) -> tuple[TaskSequence, dict]:
-    "`make_sequence`, also returning a record of the split indices and class counts (what the cache manifest stores)."
+    """`make_sequence`, also returning a record of the split indices and class counts (what the cache manifest
+    stores). 13 parameters, those of `make_sequence`."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string (it names the sequence and its cache), got {name!r}.")
     _check_inputs("xs", xs)
@@ -194,7 +195,10 @@ def make_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_map:
                   test=None, incremental: str | None = None, class_names: Sequence[str] = (), stratify=None,
                   test_size: float = 0.2, validation_size: float = 0.2, seed: int = 1337,
                   input_divisor: float = 1.0) -> TaskSequence:
-    "A `TaskSequence` from arrays `xs`, integer labels `ys` and a class list per task (see the rules above)."
+    """A `TaskSequence` from arrays `xs`, integer labels `ys` and a class list per task (see the rules above).
+    13 parameters: the data and its task split (name, xs, ys, class_split, label_map, test) and the split rules a
+    dataset states (incremental, class_names, stratify, test_size, validation_size, seed, input_divisor), each an
+    independent fact of the dataset; all but the first five are keyword-only with the authors' defaults."""
     return assemble_sequence(name, xs, ys, class_split, label_map, test=test, incremental=incremental,
                              class_names=class_names, stratify=stratify, test_size=test_size,
                              validation_size=validation_size, seed=seed, input_divisor=input_divisor)[0]

@@ -337,7 +337,10 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
                    task_keys: TaskKeys = "fresh",  # "fresh": new keys per task; "reused": the seed's keys for all (authors' code)
                    shard_seeds: bool = True,  # split the seeds over JAX's devices when it sees several (`seed_mesh`)
                   ) -> SequenceResult:
-    "Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed."
+    """Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed.
+    13 parameters, each explained beside it: what to train on which tasks, grid and seeds, then keyword-only how
+    the run is kept (checkpoint, restart), watched (progress, after_task, check_finite), evaluated, compiled, keyed
+    and spread over devices."""
     check_sequence(method, sequence)
     check_data(method, sequence)  # every setting against the data, before anything is compiled
     task_keys = check_task_keys(task_keys)

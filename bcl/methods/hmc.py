@@ -261,7 +261,10 @@ def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, da
                num_samples: int = 100, max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
                devices: Sequence | None = None, vectorise_chains: bool = True, keep_trace: bool = False,
                compiled: Callable | None = None) -> HMCResult:
-    "One adapted NUTS chain per initial position (leading axis); `logdensity_fn(params)`, or `(params, data)` with `data`."
+    """One adapted NUTS chain per initial position (leading axis); `logdensity_fn(params)`, or `(params, data)` with
+    `data`. 12 parameters: the target (key, logdensity_fn, initial_positions, data), NUTS's four settings as blackjax
+    names them (num_warmup, num_samples, max_num_doublings, target_acceptance_rate), where the chains run (devices,
+    vectorise_chains), and what comes back (keep_trace, compiled); all keyword-only after the target."""
     # `compiled`: a program from `jax.jit(hmc_sampler(...)).lower(...).compile()` to reuse (its settings then apply).
     log_density = (lambda params, _: logdensity_fn(params)) if data is None else logdensity_fn
     _check_initial(log_density, initial_positions, data)
@@ -398,7 +401,10 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
                      tasks: Sequence[int] | None = None, fold_in_task: bool = False, pad: bool | None = None,
                      devices: Sequence | None = None, vectorise_chains: bool = True,
                      keep_trace: bool = False, progress: bool = True) -> list[HMCTaskResult]:
-    "Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`): a list of `HMCTaskResult`."
+    """Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`): a list of `HMCTaskResult`.
+    16 parameters: the posterior (key, model, sequence, precision), the chains (n_chains and `hmc_sample`'s NUTS
+    settings, devices, vectorise_chains, pad), which tasks (tasks, fold_in_task) and what comes back (keep_trace,
+    progress); all keyword-only after num_samples, with the paper's values as defaults."""
     # pad: zero-pad every task's data to all tasks' size, so that one program serves them all; None: pad when all
     # tasks together have at most PAD_MAX_EXAMPLES training points (then padding costs less than compiling).
     from tqdm.auto import tqdm

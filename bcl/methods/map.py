@@ -202,7 +202,9 @@ def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, co
 def map_suite(model: Model, likelihood: str, *, learning_rate: float, batch_size: int, er_batch: int,
               coreset_size: int, epochs: int, precision: float = 1.0, importance_sign: int = 1,
               lambdas=EWC_LAMBDAS, xis=SI_XIS) -> dict[str, tuple[Method, dict]]:
-    "The five MAP baselines as {name: (method, hyper)} with the paper's grids."
+    """The five MAP baselines as {name: (method, hyper)} with the paper's grids. 11 parameters: the network and
+    likelihood, then one keyword per flat setting of `bcl.paper.map_settings` (so that a misspelt one is a
+    `TypeError`) and the two grids."""
     from bcl.engine.sequence import hyper_grid
     from bcl.engine.train import LIKELIHOODS
     if likelihood not in LIKELIHOODS:

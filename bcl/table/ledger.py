@@ -410,7 +410,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
                  schedules: tuple[str, dict, dict] | None = None) -> dict[str, Path]:
     """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
     other schedule, the other ledger's entries) appends `schedule_section`; `schedules` = (this schedule, {other
-    schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict."""
+    schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict. 9 parameters:
+    where to read and write (three folders), the ledger's name and title, and four optional parts of it."""
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json

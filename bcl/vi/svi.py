@@ -76,7 +76,9 @@ def expected_nll(model: Model, likelihood: str, thetas, batch: Batch) -> jax.Arr
 def vcl_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, batch: Batch, kl_weight,
                     sample_size: int, temperature: float = 1e-3,
                     component_noise: str = "independent") -> tuple[jax.Array, dict]:
-    "Minibatch free energy of VCL: expected NLL of `batch` under `sample_size` draws of q + `kl_weight`·KL(q ‖ prior)."
+    """Minibatch free energy of VCL: expected NLL of `batch` under `sample_size` draws of q + `kl_weight`·KL(q ‖ prior).
+    10 parameters, the quantities of eqs. (3) and (5): the network and likelihood, q and the prior, the key and batch,
+    κ, and q's draws (S, the Gumbel-softmax temperature, the mixture sampler)."""
     thetas = variational_sample(key, q, sample_size, temperature, component_noise)
     nll = expected_nll(model, likelihood, thetas, batch)
     kl = parameter_kl(q, prior)
@@ -135,7 +137,9 @@ def sfsvi_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, b
                       sample_size: int, temperature: float = 1e-3,
                       chunk_size: int | None = None,
                       component_noise: str = "independent") -> tuple[jax.Array, dict]:
-    "Minibatch free energy of S-FSVI: expected NLL of `batch` + `kl_weight`·KL of the linearised outputs at `inducing_xs`."
+    """Minibatch free energy of S-FSVI: expected NLL of `batch` + `kl_weight`·KL of the linearised outputs at
+    `inducing_xs`. 12 parameters, the quantities of eq. (12): `vcl_free_energy`'s ten, the inducing inputs, and the
+    chunk size of the output variances (memory, not maths)."""
     thetas = variational_sample(key, q, sample_size, temperature, component_noise)
     nll = expected_nll(model, likelihood, thetas, batch)
     kl = function_kl(model, q, prior, inducing_xs, chunk_size)
@@ -403,8 +407,8 @@ def svi_parts(name: str, *, n_components: int = N_COMPONENTS, batch_size: int, e
               chunk_size: int | None = None, rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
               component_noise: str = "independent") -> dict:
     """{family, focus, space, training}: the parts of paper method `name` (`bcl.paper.method_info`) from the flat
-    settings of `bcl.paper.svi_settings` (the one place that reads them; 20 keywords, one per flat setting, so that
-    a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-S-FSVI, whose
+    settings of `bcl.paper.svi_settings` (the one place that reads them; 20 parameters: the method's name and one
+    keyword per flat setting, so that a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-S-FSVI, whose
     M is its `coreset_batch`, the C inducing inputs of eq. (12); `coreset_size` of P-VCL)."""
     info = paper_method_info(name)
     if info.kind != "variational":

@@ -1,0 +1,54 @@
+"""parity/authors_prepped.py: bcl's arrays in the authors' prepared format, read back as their code reads them."""
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "parity"))
+
+import authors_prepped  # noqa: E402
+from bcl.core import Split, Task, TaskSequence  # noqa: E402
+
+
+def small_sequence():
+    rng = np.random.default_rng(0)
+
+    def split(n, classes):
+        return Split(rng.uniform(size=(n, 4, 4, 1)).astype(np.float32), rng.choice(classes, n).astype(np.int32))
+
+    tasks = tuple(Task(split(6, c), split(3, c), split(4, c), c) for c in ((0, 1), (2, 3)))
+    return TaskSequence("tiny", tasks, 4, "softmax", (4, 4, 1), (0.0, 1.0), ("a", "b", "c", "d"), "class")
+
+
+def test_written_files_read_back_as_the_authors_read_them(tmp_path):
+    sequence = small_sequence()
+    sha = authors_prepped.write_prepped(sequence, tmp_path / "tiny")
+    meta = tomllib.loads((tmp_path / "tiny" / "metadata.toml").read_text())
+    assert meta["length"] == 2 and meta["input_shape"] == [4, 4, 1] and meta["classes"] == ["a", "b", "c", "d"]
+    for t, task in enumerate(sequence.tasks, start=1):
+        for split, field in authors_prepped.SPLITS.items():
+            # the authors' bcl/dataops/io.py read_task: memory-mapped .npy files
+            xs = np.lib.format.open_memmap(tmp_path / "tiny" / f"{split}_{t}_xs.npy", mode="r")
+            ys = np.lib.format.open_memmap(tmp_path / "tiny" / f"{split}_{t}_ys.npy", mode="r")
+            assert xs.dtype == np.float32 and ys.dtype == np.uint8
+            np.testing.assert_array_equal(xs, getattr(task, field).xs)
+            np.testing.assert_array_equal(ys, getattr(task, field).ys)
+            assert meta["counts"][split][t - 1] == np.bincount(getattr(task, field).ys, minlength=4).tolist()
+    assert (tmp_path / "tiny" / "BCL_SOURCE").read_text().split() == ["bcl", "sequence", "tiny", "sha256", sha]
+    # the same arrays give the same digest; other labels another
+    other = sequence._replace(tasks=(sequence.tasks[1], sequence.tasks[0]))
+    assert authors_prepped.digest(authors_prepped.prepped_arrays(sequence)) == sha
+    assert authors_prepped.digest(authors_prepped.prepped_arrays(other)) != sha
+
+
+def test_refuses_to_overwrite_the_authors_own_preparation(tmp_path):
+    theirs = tmp_path / "cisplitmnist"
+    theirs.mkdir()
+    (theirs / "metadata.toml").write_text("length = 5\n")
+    with pytest.raises(SystemExit, match="authors' own prepared data"):
+        authors_prepped.write_prepped(small_sequence(), theirs)
+    authors_prepped.write_prepped(small_sequence(), tmp_path / "ours")
+    authors_prepped.write_prepped(small_sequence(), tmp_path / "ours")  # its own output: rewritten
