@@ -134,7 +134,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     from bcl.table.cell import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
     sequences, plans = {}, {}
     for column in FAA_COLUMNS:
-        if missing_data(plan_cell(column, TABLE_METHODS[0], profile), data_dir):
+        if missing_data((column, profile), data_dir):
             continue
         for method in TABLE_METHODS:
             plan = plan_cell(column, method, profile, schedule=schedule)

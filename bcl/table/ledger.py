@@ -78,25 +78,29 @@ def entry_from_numbers(numbers: dict) -> Entry:
 
 # %% ../../nbs/table/62_ledger.ipynb #49e2be74
 def _recorded_profile(folder: Path) -> str:
-    "The profile a batch folder recorded (its `batch.json`), else the one its name says (`bcl.table.plan.run_of`)."
-    from bcl.table.plan import run_of
-    try:
-        return json.loads((folder / "batch.json").read_text())["profile"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return run_of(folder.name)[0].name
+    """The profile a batch folder's runs recorded: its `batch.json` (written when a batch ends), else that of any
+    finished cell's `numbers.json` (a batch still running or stopped); `ValueError` when it has neither."""
+    records = [folder / "batch.json", *sorted(folder.glob("*/*/numbers.json"))]
+    for record in records:
+        try:
+            return json.loads(record.read_text())["profile"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    raise ValueError(f"{folder} records no profile (no batch.json and no finished cell): pass the profile, "
+                     "collect(folder, profile), or run bcl-table into it first.")
 
 def collect(folder: str | os.PathLike, profile: str | None = None,
             projection: dict | None = None, kept: dict | None = None) -> dict[tuple[str, str], Entry]:
     """Every (column, method) of Table faa with its entry, from the batch folder `folder` (named after its profile);
     `kept`: finished records of a previous ledger (`previous_cells`) for cells the folder lacks."""
     kept = kept or {}
-    from bcl.table.plan import missing_data, plan_cell
+    from bcl.table.plan import missing_data
     from bcl.table.cell import read_cell
     folder = Path(folder)
     profile = profile or _recorded_profile(folder)
     absent = {}
     for column in FAA_COLUMNS:
-        missing = missing_data(plan_cell(column, TABLE_METHODS[0], profile))
+        missing = missing_data((column, profile))
         for method in TABLE_METHODS:
             if missing:
                 absent[f"{column.key}/{method}"] = "; ".join(line.split(":")[0] for line in missing)
@@ -275,7 +279,7 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
     for ax in axes.flat[len(shown):]:
         ax.axis("off")
     if hidden:
-        why = lambda c: entries[c.key, TABLE_METHODS[0]].status
+        why = lambda c: "; ".join(sorted({entries[c.key, m].status for m in TABLE_METHODS}))
         fig.text(0.5, 0.005, "Not shown, no cell ran: " + "; ".join(f"{c.label} ({why(c)})" for c in hidden),
                  ha="center", va="bottom", fontsize=7, wrap=True)
     axes.flat[0].legend(fontsize=6)

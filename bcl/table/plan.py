@@ -18,8 +18,9 @@ from ..paper import (FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, 
 # %% auto #0
 __all__ = ['USER_COLUMNS', 'ProfileName', 'ScheduleName', 'SMOKE', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING',
            'SCHEDULES', 'PAPER_TRAIN_POINTS', 'table_column', 'register_column', 'SmallRun', 'Profile', 'Schedule',
-           'check_profile', 'check_schedule', 'CellSpec', 'cell_spec', 'CellPlan', 'plan_cell', 'data_inputs',
-           'missing_data', 'run_name', 'run_of', 'import_plugins', 'plugin_versions', 'data_manifest', 'cell_hash']
+           'check_profile', 'check_schedule', 'CellSpec', 'cell_spec', 'CellPlan', 'ColumnData', 'column_data',
+           'plan_cell', 'data_inputs', 'missing_data', 'run_name', 'run_of', 'import_plugins', 'plugin_versions',
+           'data_manifest', 'cell_hash']
 
 # %% ../../nbs/table/60_plan.ipynb #88d0b480
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
@@ -195,13 +196,15 @@ class CellPlan(NamedTuple):
     pretraining: str | None  # the extractor's pre-training task, if any
     substitute: str | None  # what replaces the paper's data, in words
 
-def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile: str | Profile | None = None,
-              seeds: Sequence[int] = (0, 1, 2, 3, 4), **options) -> CellPlan:
-    """The plan of one cell: a `CellSpec`, or the arguments of `cell_spec` (column, method, profile, seeds, schedule=,
-    component_noise=, epochs=, plugins=). Nothing is loaded."""
-    spec = cell if isinstance(cell, CellSpec) else cell_spec(cell, method, profile, seeds, **options)
-    column, profile = table_column(spec.column), PROFILES[spec.profile]
-    info = METHOD_INFO.get(spec.method)
+class ColumnData(NamedTuple):
+    "What a column reads under a profile: the same for every method of the column."
+    sequence: str  # bcl.data.sequences name
+    pretraining: str | None  # the extractor's pre-training sequence (Table faa (a)), else None
+    notes: tuple[str, ...]  # what replaces the paper's data, in words
+
+def column_data(column: str | Column, profile: str | Profile) -> ColumnData:
+    "The sequence and extractor a column reads under `profile` (the substitutes of `OFFLINE_SEQUENCES` offline)."
+    column, profile = table_column(column if isinstance(column, str) else column.key), check_profile(profile)
     sequence, pretraining, notes = column.sequence, column.pretraining, []
     if profile.substitutes:
         if sequence in OFFLINE_SEQUENCES:
@@ -212,6 +215,16 @@ def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile:
             notes.append(f"extractor pre-trained on {pretraining} instead of {column.pretraining}")
     if profile.mock_data:
         notes.append("mock data")
+    return ColumnData(sequence, pretraining, tuple(notes))
+
+def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile: str | Profile | None = None,
+              seeds: Sequence[int] = (0, 1, 2, 3, 4), **options) -> CellPlan:
+    """The plan of one cell: a `CellSpec`, or the arguments of `cell_spec` (column, method, profile, seeds, schedule=,
+    component_noise=, epochs=, plugins=). Nothing is loaded."""
+    spec = cell if isinstance(cell, CellSpec) else cell_spec(cell, method, profile, seeds, **options)
+    column, profile = table_column(spec.column), PROFILES[spec.profile]
+    info = METHOD_INFO.get(spec.method)
+    sequence, pretraining, notes = column_data(column, profile)
     return CellPlan(spec, column, spec.method, info, profile, SCHEDULES[spec.schedule], sequence, pretraining,
                     "; ".join(notes) or None)
 
@@ -239,12 +252,18 @@ def data_inputs(name: str, data_dir: str | None = None) -> str | None:
         return None
     return None if inputs is None else json.dumps(inputs, sort_keys=True, default=str)
 
-def missing_data(plan: CellPlan, data_dir: str | None = None) -> list[str]:
-    "What `plan` needs and this machine lacks, each with the way to get it (empty for a profile on mock data)."
-    if plan.profile.mock_data:
+def missing_data(plan: CellPlan | tuple[str | Column, str | Profile], data_dir: str | None = None) -> list[str]:
+    """What a cell's `plan` needs and this machine lacks, each with the way to get it (empty for a profile on mock
+    data). A (column, profile) pair asks the same for a whole column: its data do not depend on the method."""
+    if isinstance(plan, CellPlan):
+        profile, needed = plan.profile, (plan.sequence, plan.pretraining)
+    else:
+        column, profile = plan
+        profile = check_profile(profile)
+        needed = column_data(column, profile)[:2]
+    if profile.mock_data:
         return []
-    needed = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
-    return [_instructions(name) for name in needed if data_inputs(name, data_dir) is None]
+    return [_instructions(name) for name in needed if name and data_inputs(name, data_dir) is None]
 
 # %% ../../nbs/table/60_plan.ipynb #18aca57f
 PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,
