@@ -25,6 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import faults  # noqa: E402  tests/faults.py: the hooks the workers run before a cell
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "slurm_local.sh"
 RUNNER = [sys.executable, str(ROOT / "experiments" / "run_table.py"), "faa", "--profile", "smoke"]
@@ -195,7 +198,7 @@ def test_walltime_expiry_replaces_the_jobs(slurm, tmp_path):
     # with `scontrol update`, as an administrator could: on a slow or loaded machine a smoke cell needs more than a
     # minute (kernel start, JAX's import, compilation), and the cells must finish for the batch to.
     marker = tmp_path / "stalled-once"
-    env = {**slurm["env"], "BCL_TABLE_STALL_ONCE": f"{CELLS[0]}:{marker}:150",
+    env = {**slurm["env"], **faults.environment(slurm["env"], BCL_TABLE_STALL_ONCE=f"{CELLS[0]}:{marker}:150"),
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "20"}
     known = set(jobcomp(slurm)) | {job["id"] for job in squeue(slurm)}  # jobs of the tests before
     submitted, extended = {}, set()

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import faults  # noqa: E402  tests/faults.py: the hooks the workers run before a cell
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = [sys.executable, str(ROOT / "experiments" / "run_table.py"), "faa"]
 CELLS = ["di-mnist-fcnn/finetuning", "ci-mnist-fcnn/finetuning"]
@@ -86,7 +89,7 @@ def test_worker_killed_mid_cell_is_rerun(tmp_path):
     out, marker = tmp_path / "out", tmp_path / "killed-once"
     result = run(["--profile", "smoke", "--workers", "1", "--out", str(out), "--cells", CELLS[0],
                   "--logger", "csv", "tensorboard"], tmp_path, timeout=1500,  # a worker restart, then the cell
-                 BCL_TABLE_KILL_ONCE=f"{CELLS[0]}:{marker}")
+                 **faults.environment(BCL_TABLE_KILL_ONCE=f"{CELLS[0]}:{marker}"))
     assert marker.exists(), "the fault was not injected"
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     numbers = json.loads(finished(out, CELLS[0]).read_text())

@@ -15,17 +15,17 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from ..testing import fault_hooks
 from ..resources import KERNEL, KERNEL_ARGUMENTS, ensure_kernel, load_parameters, packaged, template_path
 from ..core import atomic_write_json, check_choice, project_root, results_dir
 from ..engine.loggers import PROGRESS_FILE, read_progress
 from .plan import CellPlan, CellSpec, check_profile, plan_cell
 
 # %% auto #0
-__all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'VISUALISATION_RUNS', 'profile_folder',
-           'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'run_cell_task', 'prepare_task', 'prepare_groups',
-           'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
-           'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress', 'list_names', 'run_table']
+__all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'BEFORE_CELL', 'VISUALISATION_RUNS',
+           'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'before_cell_hooks',
+           'run_cell_task', 'prepare_task', 'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins',
+           'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress',
+           'list_names', 'run_table']
 
 # %% ../../nbs/table/64_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -158,6 +158,28 @@ def dry_run_table(cells: list[Cell], done: list[Cell] = ()) -> str:
             lines.append(f"      (not checked: {cell.unchecked})")
     return "\n".join(lines)
 
+# %% ../../nbs/table/64_batch.ipynb #21020ee7
+BEFORE_CELL = "bcl.before-cell"  # the Dask configuration key of the hooks run before each cell
+
+def before_cell_hooks() -> list:
+    """The functions the Dask configuration `bcl.before-cell` names ("module:function", imported here, on the
+    worker); `ValueError` saying what to fix when one cannot be imported. Empty by default."""
+    import importlib
+    import dask
+    names = dask.config.get(BEFORE_CELL, default=None) or []
+    hooks = []
+    for name in [names] if isinstance(names, str) else names:
+        module, _, function = str(name).partition(":")
+        if not module or not function:
+            raise ValueError(f"{BEFORE_CELL}: {name!r} is not 'module:function' (e.g. 'mysite.hooks:announce').")
+        try:
+            hooks.append(getattr(importlib.import_module(module), function))
+        except (ImportError, AttributeError) as error:
+            raise ValueError(f"{BEFORE_CELL}: this worker cannot import {name!r} ({error}); put its module on the "
+                             "workers' PYTHONPATH or remove it from the Dask configuration.") from error
+    return hooks
+
+
 # %% ../../nbs/table/64_batch.ipynb #445eac42
 def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
                   plugin_folder: str | None = None, loggers: Sequence[str] = ()) -> dict:
@@ -173,12 +195,13 @@ def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share
         from bcl.table.devices import pin_environment
         os.environ.update(pin_environment(int(get_worker().name), *gpu_share))
     name = f"{parameters['column']}/{parameters['method']}"
-    fault_hooks(name)  # the tests' kill and stall on request (bcl.testing); nothing without their variables
     from bcl.engine.compilation import enable_compilation_cache
     enable_compilation_cache()  # in the worker, so that the cell's kernel inherits it
     template = template_path(TABLE_TEMPLATE)
     start = time.perf_counter()
     try:  # the cell as the template's parameters, rebuilt and validated there by CellSpec.from_parameters
+        for hook in before_cell_hooks():  # the Dask configuration's `bcl.before-cell`; none by default
+            hook(name)
         pm.execute_notebook(str(template), str(folder_path / template.name),
                             parameters=parameters | {"output": str(folder_path), "data_dir": data_dir, "loggers": list(loggers)},
                             kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
