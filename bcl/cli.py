@@ -130,7 +130,7 @@ def _write_ledger(args) -> int:
         explanations = read_explanations(tables / f"faa_{args.profile}_explanations.json", project_root())
         schedules = ("epochs", others, explanations)
     paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,
-                         compare=compare, schedules=schedules)
+                         compare=compare, schedules=schedules, profile=args.profile)
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

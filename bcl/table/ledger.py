@@ -411,11 +411,12 @@ def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
                  compare: tuple[str, str, dict] | None = None,
-                 schedules: tuple[str, dict, dict] | None = None) -> dict[str, Path]:
+                 schedules: tuple[str, dict, dict] | None = None, profile: str | None = None) -> dict[str, Path]:
     """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
     other schedule, the other ledger's entries) appends `schedule_section`; `schedules` = (this schedule, {other
-    schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict. 9 parameters:
-    where to read and write (three folders), the ledger's name and title, and four optional parts of it."""
+    schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict. `profile`: the
+    batch's profile (default: the one the batch folder records). 10 parameters: where to read and write (three
+    folders), the ledger's name and title, four optional parts of it, and the profile."""
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json
@@ -423,7 +424,7 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     from bcl.table.cell import read_cell
     tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
     previous = previous_cells(tables_folder, name) if keep_previous else {}
-    entries = collect(batch_folder, projection=(projection or {}).get("cells"), kept=previous)
+    entries = collect(batch_folder, profile, projection=(projection or {}).get("cells"), kept=previous)
     text = markdown_ledger(entries, title)
     if compare:
         section = schedule_section(entries, compare[2], compare[0], compare[1])
