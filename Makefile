@@ -148,7 +148,7 @@ bench: env
 ## The lent GPU machines have no network, Python 3.12 (python3) and their own CUDA JAX, flax, optax, orbax and chex.
 ## Here, with PyPI: `make wheels gpu-data`. A device call then carries `.whl/gpu` (35 MB) and, if it needs
 ## Fashion-MNIST, `data/offline` (30 MB), and its command begins with `make env-gpu &&` (a machine starts bare).
-## scripts/install_offline.sh explains the folders .whl/gpu and .whl/preinstalled.
+## scripts/install_offline.sh explains the folders .whl/gpu, .whl/preinstalled and .whl/docs (not carried).
 WHEELS ?= .whl
 GPU_PYTHON ?= python3
 

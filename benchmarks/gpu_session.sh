@@ -19,7 +19,8 @@
 #                method) on the GPU                                                              -> OUT/smoke.jsonl
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
 #   determinism  one cell twice without and twice with --xla_gpu_deterministic_ops=true          -> OUT/determinism.json
-#   tests        pytest tests (notebooks included), 8 processes, no GPU memory preallocation      -> OUT/tests.log
+#   tests        pytest tests (notebooks included), BCL_GPU_TEST_PROCS (8) processes, a line per test as it ends, no GPU
+#                memory preallocation -> OUT/tests.log; each failure's traceback as it happens -> OUT/tests_failed.log
 #   data         link the carried Fashion-MNIST IDX files (data/offline/fashion-mnist, `make gpu-data`)
 #                to /usr/share/datasets/fashion-mnist, where bcl looks for them. Together with the wheels they exceed
 #                what one call may carry (64 MiB), so carry them in a second call that follows the install within the
@@ -63,6 +64,7 @@ for phase in "$@"; do
         { "$PY" -m pip install -q --no-index --no-deps .whl/gpu/*.whl &&
           "$PY" -m pip install -q --no-index --no-deps --no-build-isolation -e .; } >>"$OUT/install.log" 2>&1 ||
           { tail -20 "$OUT/install.log"; exit 1; }
+        PYTHON=$PY scripts/install_offline.sh guard >>"$OUT/install.log" 2>&1
       fi
       "$PY" -c "import bcl, bcl.vi.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend, jax, pandas, numpy
 print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', pandas.__version__, 'numpy', numpy.__version__)" ||
@@ -87,14 +89,15 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
         --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4
       cell_lines /tmp/gpu-smoke/smoke >"$OUT/smoke.jsonl"; echo "smoke: $(wc -l <"$OUT/smoke.jsonl") cells done" ;;
     notebooks)
-      # the notebooks named in BCL_GPU_NOTEBOOKS (pytest -k expression) under tests/test_notebooks.py
-      timeout "$(within "${BCL_GPU_NOTEBOOKS_S:-120}")" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
+      # the notebooks named in BCL_GPU_NOTEBOOKS (pytest -k expression) under tests/test_notebooks.py; several kernels
+      # share the GPU, so none may preallocate its default 75 % of the memory
+      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(within "${BCL_GPU_NOTEBOOKS_S:-120}")" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
         -k "${BCL_GPU_NOTEBOOKS:-gaussian}" >"$OUT/notebooks.log" 2>&1
       echo "notebooks: exit $?"; tail -3 "$OUT/notebooks.log" ;;
     determinism)
       cell=${BCL_GPU_DET_CELL:-ci-mnist-fcnn/p-g-vcl}
       for flags in "" "--xla_gpu_deterministic_ops=true"; do for run in 1 2; do
-        XLA_FLAGS="$flags" timeout "${BCL_GPU_DET_S:-120}" "$PY" experiments/run_table.py faa --profile offline --cells "$cell" \
+        XLA_FLAGS="$flags" timeout "$(within "${BCL_GPU_DET_S:-120}")" "$PY" experiments/run_table.py faa --profile offline --cells "$cell" \
           --out "/tmp/det-${flags:+det}-$run" >/dev/null 2>&1
       done; done
       "$PY" - "$cell" >"$OUT/determinism.json" <<'PY'
@@ -120,7 +123,8 @@ PY
       elif [ -d "$src" ]; then mkdir -p "$(dirname "$dst")" && ln -s "$src" "$dst" && echo "data: $dst -> $src"
       else echo "data: neither $dst nor $src (carry data/offline/fashion-mnist)"; fi ;;
     tests)
-      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(within "${BCL_GPU_TESTS_S:-480}")" "$PY" -m pytest tests -q -rs -n 8 \
+      XLA_PYTHON_CLIENT_PREALLOCATE=false BCL_TEST_FAILURE_LOG="$OUT/tests_failed.log" \
+        timeout "$(within "${BCL_GPU_TESTS_S:-480}")" "$PY" -m pytest tests -v -rfEs --durations=20 -n "${BCL_GPU_TEST_PROCS:-8}" \
         -p no:cacheprovider >"$OUT/tests.log" 2>&1
       echo "tests: exit $?"; tail -15 "$OUT/tests.log" ;;
     *) echo "unknown phase $phase"; exit 2 ;;

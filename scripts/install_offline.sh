@@ -4,6 +4,7 @@
 #   scripts/install_offline.sh download [DIR]   # here, with PyPI: fill DIR (default .whl) with wheels
 #   scripts/install_offline.sh install  [DIR]   # there, offline: install from DIR, then `pip install -e .`
 #   scripts/install_offline.sh requirements     # the requirement lines both steps use
+#   scripts/install_offline.sh guard            # nbdev's Quarto commands stubbed in python3's (PYTHON's) scripts folder
 #
 # What is downloaded: the `requirements` and `dev_requirements` of settings.ini plus dask[distributed] and
 # dask-jobqueue, with their dependencies, for CPython $BCL_WHEEL_PYTHON (3.12: the GPU machines' python3 is
@@ -12,12 +13,14 @@
 # resolver sees them as empty stand-in wheels ("stubs", version X+stub) so that nothing pulls them from PyPI.
 # Packages with no wheel on PyPI (e.g. promise, needed by tensorflow-datasets) are built here as pure-Python wheels.
 #
-# The download is split in two folders, both under the git-ignored .whl/:
+# The download is split in three folders, all under the git-ignored .whl/:
 #   DIR/gpu/            what the GPU machine's image lacks: carry this one (`carry: [".whl/gpu"]`, 64 MiB limit)
 #   DIR/preinstalled/   the resolved versions of packages the image already has (numpy, pandas, matplotlib, scipy,
-#                       scikit-learn, ...; list below, from /work/.library/device/KINDS.md); needed only where the
+#                       scikit-learn, ...; list below, from the GPU image's package list); needed only where the
 #                       image's version is too old for a requirement: carry the few wheels the install step names.
-# The install step uses every one of DIR/gpu, DIR/preinstalled and DIR itself that exists, with --no-index.
+#   DIR/docs/           the documentation toolchain (Sphinx, myst-nb, ...; `make docs`): not carried, not installed there
+# The install step uses every one of DIR/gpu, DIR/preinstalled, DIR/docs and DIR itself that exists, with --no-index,
+# and guards nbdev's Quarto commands in the target's scripts folder (scripts/guard_nbdev.sh).
 #
 # Environment: PYTHON (interpreter whose pip runs; download default .venv/bin/python or python3, install default
 # python3), BCL_WHEEL_PYTHON (3.12), BCL_WHEEL_PLATFORMS (manylinux tags), BCL_STUB_VERSIONS ("name==version ...",
@@ -55,6 +58,15 @@ sentence-transformers setuptools shellingham simplejson six sortedcontainers sta
 tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio
 torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope triton typer typing-extensions
 typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp}"
+
+# The documentation toolchain (`make docs`) and what only it needs: downloaded into DIR/docs, never carried (a GPU
+# machine builds no documentation); without DIR/docs the install step leaves out the docs requirements.
+BCL_DOCS_REQUIREMENTS="${BCL_DOCS_REQUIREMENTS:-sphinx myst-nb furo jupyter-server-mathjax}"
+BCL_DOCS_ONLY="${BCL_DOCS_ONLY:-$BCL_DOCS_REQUIREMENTS accessible-pygments alabaster babel docutils imagesize jupyter-cache
+jupyter-server jupyter-server-terminals terminado argon2-cffi argon2-cffi-bindings send2trash jupyter-events overrides
+websocket-client myst-parser roman-numerals snowballstemmer sphinx-basic-ng sphinxcontrib-applehelp
+sphinxcontrib-devhelp sphinxcontrib-htmlhelp sphinxcontrib-jsmath sphinxcontrib-qthelp sphinxcontrib-serializinghtml
+sqlalchemy greenlet}"
 
 # Carried even though the image has them: `pip install -e . --no-build-isolation` needs a setuptools newer than the
 # 65.5 of a fresh Python 3.11 venv (it fails on pyproject.toml's dynamic entry-points).
@@ -143,13 +155,15 @@ EOF
     done
   done
 
-  rm -rf "$dir/gpu" "$dir/preinstalled"
-  mkdir -p "$dir/gpu" "$dir/preinstalled"
+  rm -rf "$dir/gpu" "$dir/preinstalled" "$dir/docs"
+  mkdir -p "$dir/gpu" "$dir/preinstalled" "$dir/docs"
   local f name n_gpu=0 n_pre=0
   for f in "$work/all"/*.whl; do
     name="$(basename "$f" | cut -d- -f1 | normalise)"
     if in_list "$name" "$EXCLUDED"; then
       continue  # a stub
+    elif in_list "$name" "$BCL_DOCS_ONLY"; then
+      cp "$f" "$dir/docs/"
     elif in_list "$name" "$BCL_PREINSTALLED" && ! in_list "$name" "$ALWAYS_CARRY"; then
       cp "$f" "$dir/preinstalled/"; n_pre=$((n_pre + 1))
     else
@@ -159,7 +173,7 @@ EOF
   ls "$work/all" | grep -iE '^(jax|jaxlib|flax|optax|orbax_checkpoint|chex)-' | grep -v '+stub' \
     && die "a JAX-family wheel was downloaded: the stubs did not hold" || true
   cp "$work/requirements.txt" "$dir/requirements.txt"
-  say "$n_gpu wheels in $dir/gpu ($(du -sh "$dir/gpu" | cut -f1)); $n_pre in $dir/preinstalled ($(du -sh "$dir/preinstalled" | cut -f1))"
+  say "$n_gpu wheels in $dir/gpu ($(du -sh "$dir/gpu" | cut -f1)); $n_pre in $dir/preinstalled ($(du -sh "$dir/preinstalled" | cut -f1)); the documentation toolchain in $dir/docs ($(du -sh "$dir/docs" | cut -f1), not carried)"
   say "largest in $dir/gpu:"; ls -S "$dir/gpu" | head -8 | while read -r f; do say "  $(du -h "$dir/gpu/$f" | cut -f1)  $f"; done
   local bytes; bytes="$(du -sb "$dir/gpu" | cut -f1)"
   if [ "$bytes" -gt $((40 * 1024 * 1024)) ]; then
@@ -167,11 +181,14 @@ EOF
   fi
 }
 
+# nbdev's Quarto commands in the scripts folder of interpreter $1 replaced by stubs that stop at once (guard_nbdev.sh).
+guard() { scripts/guard_nbdev.sh "$("$1" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')" >&2; }
+
 install() {
   local dir="${1:-.whl}" py="${PYTHON:-python3}"
   command -v "$py" >/dev/null 2>&1 || [ -x "$py" ] || die "no interpreter '$py' (set PYTHON=...)"
   local links=() d
-  for d in "$dir/gpu" "$dir/preinstalled" "$dir"; do
+  for d in "$dir/gpu" "$dir/preinstalled" "$dir/docs" "$dir"; do
     if [ -d "$d" ] && ls "$d"/*.whl >/dev/null 2>&1; then links+=(--find-links "$d"); fi
   done
   [ "${#links[@]}" -gt 0 ] || die "no wheels under $dir (run 'make wheels' where PyPI can be reached, then carry $dir/gpu)"
@@ -185,6 +202,12 @@ install() {
     || die "'$py' has no jax: the offline set leaves out the JAX family on purpose (the target machine brings its own CUDA build)"
   say "kept: jax/jaxlib $jax (not reinstalled)"
   local reqs; reqs="$(mktemp)"; offline_requirements >"$reqs"
+  if ! ls "$dir"/docs/*.whl >/dev/null 2>&1; then  # no documentation toolchain carried: do not ask for it
+    local req kept; kept="$(mktemp)"
+    while read -r req; do
+      in_list "$(sed -E 's/[][<>=!~;, ].*//' <<<"$req" | normalise)" "$BCL_DOCS_REQUIREMENTS" || echo "$req"
+    done <"$reqs" >"$kept"; mv "$kept" "$reqs"; say "left out: the documentation toolchain ($dir/docs not carried)"
+  fi
   local status=0
   "$py" -m pip install --disable-pip-version-check --no-index "${links[@]}" -r "$reqs" >"$reqs.log" 2>&1 || status=$?
   grep -vE '^Requirement already satisfied' "$reqs.log" >&2 || true
@@ -195,12 +218,14 @@ install() {
   fi
   "$py" -m pip install --disable-pip-version-check -q --no-index --no-deps --no-build-isolation -e . >&2 \
     || die "pip install -e . failed"
+  guard "$py"
   "$py" -c "import bcl, bcl.vi.svi, papermill, dask.distributed, blackjax, tensorflow_datasets, mlxtend; print('bcl', bcl.__version__, 'imports fine')"
 }
 
 case "${1:-}" in
   download) shift; download "$@" ;;
   install) shift; install "$@" ;;
+  guard) guard "${PYTHON:-python3}" ;;
   requirements) offline_requirements ;;
-  *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
