@@ -19,7 +19,7 @@ __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', '
            'STATUSES', 'NO_PUBLISHED', 'STATUS_MARKS', 'MARKS_KEY', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'Entry',
            'tolerance', 'judge', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings',
            'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section',
-           'schedule_value', 'read_explanations', 'verdict', 'schedules_section', 'write_ledger']
+           'schedule_value', 'read_explanations', 'verdict', 'schedules_section', 'devices_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -407,6 +407,24 @@ def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..
               "| " + " | ".join(str(counts[k]) for k in counts) + " |", ""]
     return "\n".join(lines) + "\n"
 
+# %% ../../nbs/table/62_ledger.ipynb #fcf1fa2c
+def devices_section(cells: dict[str, dict]) -> str:
+    """Markdown: the number of finished cells per device (a cell's recorded `provenance.devices`), and the cells of
+    every device other than the CPU by name. `cells`: {'column/method': the ledger's JSON record of the cell}."""
+    by_device: dict[str, list[str]] = {}
+    for key, record in cells.items():
+        devices = (record.get("provenance") or {}).get("devices")
+        if devices:
+            by_device.setdefault(", ".join(sorted(set(devices))), []).append(key)
+    if not by_device:
+        return ""
+    lines = ["## Where each cell ran\n", "| device | cells | which |", "|---|---|---|"]
+    for device, keys in sorted(by_device.items(), key=lambda item: (item[0] == "cpu", item[0])):
+        which = "the others" if device == "cpu" else ", ".join(f"`{k}`" for k in sorted(keys))
+        lines.append(f"| {device} | {len(keys)} | {which} |")
+    return "\n".join(lines) + "\n"
+
+
 # %% ../../nbs/table/62_ledger.ipynb #47eb8de8
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
@@ -432,8 +450,6 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     ledgers = {schedules[0]: entries} | schedules[1] if schedules else {}
     if schedules:
         text += "\n" + schedules_section(ledgers, schedules[2])
-    paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),
-             "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
     cells = {}
     for (column, method), e in entries.items():
         numbers, _ = read_cell(Path(batch_folder) / column / method)
@@ -450,6 +466,9 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
         if schedules and e.status in SUBSTITUTE_STATUSES:
             record["verdict"], record["explanation"] = verdict(ledgers, column, method, schedules[2])
         cells[f"{column}/{method}"] = record
+    text += "\n" + devices_section(cells)
+    paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),
+             "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
     summary = {s: sum(e.status == s for e in entries.values()) for s in STATUSES}
     paths["json"] = atomic_write_json(tables_folder / f"faa_{name}.json", {
         "name": name, "title": title, "summary": summary, "cells": cells, "provenance": provenance(),
