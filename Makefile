@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements-lock.txt
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 PROFILE ?= offline
+# Test processes (pytest-xdist): the longest tests start first (tests/conftest.py), the other process takes the rest.
+TEST_PROCS ?= 2
 # The papermill templates, paired with percent-format scripts in experiments/templates/ for reviewable diffs.
 TEMPLATES := nbs/90_visualisation.ipynb nbs/91_table_cell.ipynb
 
@@ -59,11 +61,11 @@ sync-check: $(STAMP)
 
 ## Every notebook (slow and gpu cells skipped) and tests/ under pytest; the 15 slowest are listed last.
 test: env sync-check
-	$(BIN)/python -m pytest tests -q -rs --durations=15
+	$(BIN)/python -m pytest tests -q -rs --durations=15 -n $(TEST_PROCS) --dist worksteal
 
 ## The same with slow cells included.
 test-all: env
-	BCL_TEST_FLAGS=slow $(BIN)/python -m pytest tests -q -rs --durations=15
+	BCL_TEST_FLAGS=slow $(BIN)/python -m pytest tests -q -rs --durations=15 -n $(TEST_PROCS) --dist worksteal
 
 ## The batch on a real one-node Slurm through dask-jobqueue (tests/test_slurm.py; `make test` skips these): smoke
 ## cells, a cancelled job, one-minute walltimes, a stopped slurmctld. Needs root: scripts/slurm_local.sh installs

@@ -12,3 +12,28 @@ def pytest_runtest_logreport(report):
         with open(path, "a") as log:
             log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n"
                       f"{report.capstdout[-4000:]}\n{report.capstderr[-8000:]}\n")
+
+
+# The longest tests of a CI run (2-core CPU, `--durations`), started first: under `pytest -n 2` (make test) the other
+# process works through the short ones meanwhile, instead of one long test ending the run alone. Names that no longer
+# match move nothing.
+LONGEST_FIRST = (
+    "test_table.py::test_representative_subset_and_its_ledger",
+    "test_custom_registry.py::test_a_small_data_column_with_its_own_setup_runs_all_13_methods",
+    "test_notebook[methods/41_hmc.ipynb]",
+    "test_notebook[04_models.ipynb]",
+    "test_notebook[90_visualisation.ipynb]",
+    "test_notebook[vi/33_linearise.ipynb]",
+    "test_notebook[figure/50_visualisation.ipynb]",
+    "test_custom_registry.py::test_custom_cells_run_through_the_batch_by_name",
+    "test_notebook[data/42_features.ipynb]",
+    "test_notebook[vi/34_svi.ipynb]",
+)
+
+
+def _longest_first_rank(item) -> int:
+    return next((i for i, name in enumerate(LONGEST_FIRST) if item.nodeid.endswith(name)), len(LONGEST_FIRST))
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_longest_first_rank)  # stable: the rest keep their order

@@ -177,6 +177,17 @@ def test_index_lists_the_notebooks(served):
     assert 'href="api/index.html"' in dom
 
 
+def _section_of_first_figure(html: str) -> str:
+    "The id of the innermost section that holds a page's first PNG figure."
+    first = re.search(r'<img[^>]*src="[^"]+\.png"', html)
+    assert first, "the page shows no figure"
+    open_sections = []
+    for tag in re.finditer(r'<section id="([^"]+)"|</section>', html[:first.start()]):
+        open_sections = open_sections + [tag.group(1)] if tag.group(1) else open_sections[:-1]
+    assert open_sections, "the page's first figure is in no section"
+    return open_sections[-1]
+
+
 @pytest.mark.parametrize("page", PAGES[1:])
 def test_notebook_page_typesets_maths_and_shows_figures(served, page):
     from PIL import Image
@@ -200,8 +211,16 @@ def test_notebook_page_typesets_maths_and_shows_figures(served, page):
     assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
     with Image.open(shot) as image:
         assert len(image.convert("RGB").getcolors(1 << 24)) > 50, "the screenshot is nearly blank"
+    # and one of the section that holds the page's first figure (the browser scrolls to its anchor)
+    section = _section_of_first_figure(served_html)
+    figure_shot = SHOTS / (Path(page).stem + "_figure.png")
+    result = _chromium_run("--window-size=1280,1600", f"--screenshot={figure_shot}", f"{served}/{page}#{section}")
+    assert result.returncode == 0 and figure_shot.exists(), result.stderr[-2000:]
+    with Image.open(figure_shot) as image:
+        assert len(image.convert("RGB").getcolors(1 << 24)) > 50, "the figure's screenshot is nearly blank"
     from bcl.provenance import provenance
     version = subprocess.run([_chromium(), "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
     record = {"page": page, "screenshot": shot.name, "window": "1280x2000", "chromium": version,
+              "figure_screenshot": figure_shot.name, "figure_section": section, "figure_window": "1280x1600",
               "typeset_display_equations": typeset, "figures": len(images), "provenance": provenance()}
     shot.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str) + "\n")
