@@ -12,7 +12,7 @@ TEST_PROCS ?= 2
 TEMPLATES := nbs/90_visualisation.ipynb nbs/91_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-sinusoid clean-notebooks bench docs \
-        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger stale
+        table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-matched ledger stale svi-tables
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -123,6 +123,18 @@ table-offline-matched: env
 	$(BIN)/python experiments/ledger.py faa --profile offline
 
 ## Which committed figures and tables another code version made (their recorded bcl_code; --strict fails on any).
+## The seed distributions of the eight variational methods on the 2-D sequences and the extractor column
+## (experiments/tables/svi/; about 45 min on 2 cores).
+SVI := TQDM_DISABLE=1 BCL_RESULTS_DIR=results/svi-tables $(BIN)/python experiments/svi_results.py --tables experiments/tables/svi
+GM_METHODS := P-GM-VCL L-GM-VCL P-GM-SFSVI L-GM-SFSVI
+svi-tables: env
+	$(SVI) cisplit2diris disinusoid cisplitmnist5k_fe --seeds 5
+	$(SVI) cisplit2diris disinusoid --seeds 5 --methods $(GM_METHODS) --component-noise collapsed
+	$(SVI) cisplit2diris disinusoid --seeds 5 --methods $(GM_METHODS) --component-noise weighted-std
+	$(SVI) cisplit2diris --seeds 20 --methods P-G-SFSVI L-G-SFSVI P-GM-SFSVI L-GM-SFSVI
+	$(SVI) cisplit2diris --seeds 20 --methods P-GM-SFSVI L-GM-SFSVI --component-noise collapsed
+	$(SVI) cisplit2diris --seeds 20 --methods P-GM-SFSVI L-GM-SFSVI --component-noise weighted-std
+
 stale:
 	$(BIN)/python experiments/stale.py
 

@@ -2,7 +2,7 @@
 
 Usage: python experiments/svi_results.py [SEQUENCE ...] [--seeds N] [--methods NAME ...] [--progress]
                                         [--pretraining TASK] [--pretrain-epochs E]
-                                        [--component-noise collapsed|weighted-std]
+                                        [--component-noise collapsed|weighted-std] [--tables DIR]
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
 pre-trained extractor (default pre-training task `fashionmnist`, cached under data/features), learned with a linear
@@ -12,7 +12,8 @@ Seeds are a vmap axis (one compiled program per method and task size). Settings:
 (setup, model, inducing-point bounds) and `bcl.paper.svi_settings`. Method names in any letter case. Prints a
 markdown table (mean ± std over seeds, ×100, with the authors' code's single-seed numbers,
 `bcl.paper.AUTHORS_CODE_ACCURACY`) and writes results/svi/<sequence>.json
-(summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric). Methods run again replace their
+(summary) plus results/svi/<sequence>_table.{json,csv} (tidy table of every metric); with `--tables DIR`, the summary
+also goes to DIR under the committed name (`make svi-tables` regenerates experiments/tables/svi). Methods run again replace their
 earlier entries in both files (same seeds required); the other methods' entries are kept, so a sequence can be
 completed method by method. Each method checkpoints after every task (results/svi/checkpoints/): a run that was
 killed resumes from its last finished task; the checkpoint is deleted once the method's numbers are saved.
@@ -66,8 +67,14 @@ def _merge_previous(path: Path, seeds: list[int], summary: dict, table: pd.DataF
     return kept | summary, table
 
 
+def table_name(name: str, n_seeds: int, component_noise: str) -> str:
+    "The committed summary's file name under experiments/tables/svi: `NAME[_Nseeds][_NOISE_noise].json` (5 seeds, authors' noise: no suffix)."
+    return (name + ("" if n_seeds == 5 else f"_{n_seeds}seeds")
+            + ("" if component_noise == "independent" else f"_{component_noise}_noise") + ".json")
+
+
 def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None,
-        component_noise: str = "independent") -> dict:
+        component_noise: str = "independent", tables: Path | None = None) -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
     cfg = sequence_settings(name)  # _fe: linear head, image setup, inducing points in [-1, 6]
     model = sequence_model(name, sequence)
@@ -80,9 +87,12 @@ def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretrai
     def save():  # after every method, so an interrupted run keeps the methods it finished
         merged, table = _merge_previous(folder / stem, seeds, summary, pd.concat(tables, ignore_index=True))
         save_table(table, folder / f"{stem}_table")
-        atomic_write_json(folder / f"{stem}.json", result_record(sequence=name, seeds=seeds, settings={
+        record = result_record(sequence=name, seeds=seeds, settings={
             k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, device=jax.devices()[0].platform,
-            methods=merged, **pretraining_record(name, pretraining)))
+            methods=merged, **pretraining_record(name, pretraining))
+        atomic_write_json(folder / f"{stem}.json", record)
+        if tables is not None:
+            atomic_write_json(tables / table_name(name, len(seeds), component_noise), record)
 
     for method_name, (method, hyper) in suite.items():
         start = time.perf_counter()
@@ -111,12 +121,15 @@ def main():
     parser.add_argument("--component-noise", choices=list(COMPONENT_NOISE), default="independent",
                         help="GM sampling: one normal per component (authors), one per parameter with the same law "
                              "(collapsed), or one scaled by the weighted σ (shared)")
+    parser.add_argument("--tables", type=Path, default=None, metavar="DIR",
+                        help="also write each summary to DIR/NAME[_Nseeds][_NOISE_noise].json (the committed ones: "
+                             "experiments/tables/svi, `make svi-tables`)")
     args = parser.parse_args()
     changes = {} if args.pretrain_epochs is None else {"epochs": args.pretrain_epochs}
     pretraining = pretraining_settings(args.pretraining, **changes)
     seeds = list(range(args.seeds))
     args.methods = method_names(args.methods)
-    rows = {name: run(name, seeds, args.methods, args.progress, pretraining, args.component_noise)
+    rows = {name: run(name, seeds, args.methods, args.progress, pretraining, args.component_noise, args.tables)
             for name in args.sequences}
     print_accuracy_table(rows, args.methods, AUTHORS_CODE_ACCURACY, len(seeds))
 
