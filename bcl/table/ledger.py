@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
@@ -262,7 +263,12 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
     hidden = [c for c in FAA_COLUMNS if c not in shown]
     ncols = min(4, len(shown))
     nrows = -(-len(shown) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, 2.75 * nrows + 0.6), sharey=True, squeeze=False)
+    why = lambda c: "; ".join(sorted({entries[c.key, m].status for m in TABLE_METHODS}))
+    footnote = textwrap.wrap("Not shown, no cell ran: " + "; ".join(f"{c.label} ({why(c)})" for c in hidden),
+                             width=int(17 * 3.5 * ncols)) if hidden else []  # about 17 characters an inch at 7 pt
+    footnote_height = 0.13 * len(footnote) + 0.1 if footnote else 0.0  # inches, under the tick labels
+    height = 2.75 * nrows + 0.6 + footnote_height
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, height), sharey=True, squeeze=False)
     x = np.arange(len(TABLE_METHODS))
     for ax, c in zip(axes.flat, shown):
         es = [entries[c.key, m] for m in TABLE_METHODS]
@@ -278,15 +284,13 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
         ax.grid(axis="y", alpha=0.3)
     for ax in axes.flat[len(shown):]:
         ax.axis("off")
-    if hidden:
-        why = lambda c: "; ".join(sorted({entries[c.key, m].status for m in TABLE_METHODS}))
-        fig.text(0.5, 0.005, "Not shown, no cell ran: " + "; ".join(f"{c.label} ({why(c)})" for c in hidden),
-                 ha="center", va="bottom", fontsize=7, wrap=True)
+    if footnote:
+        fig.text(0.5, 0.05 / height, "\n".join(footnote), ha="center", va="bottom", fontsize=7)
     axes.flat[0].legend(fontsize=6)
     for row in axes[:, 0]:
         row.set_ylabel("final average accuracy (%)", fontsize=7)
     fig.suptitle(title + "  (* substitute data)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.03 if hidden else 0, 1, 1))
+    fig.tight_layout(rect=(0, footnote_height / height, 1, 1))
     return fig
 
 # %% ../../nbs/table/62_ledger.ipynb #77be82cf
