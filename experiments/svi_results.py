@@ -74,7 +74,7 @@ def table_name(name: str, n_seeds: int, component_noise: str) -> str:
 
 
 def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None,
-        component_noise: str = "independent", tables: Path | None = None) -> dict:
+        component_noise: str = "independent", tables_dir: Path | None = None) -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
     cfg = sequence_settings(name)  # _fe: linear head, image setup, inducing points in [-1, 6]
     model = sequence_model(name, sequence)
@@ -91,8 +91,8 @@ def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretrai
             k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, device=jax.devices()[0].platform,
             methods=merged, **pretraining_record(name, pretraining))
         atomic_write_json(folder / f"{stem}.json", record)
-        if tables is not None:
-            atomic_write_json(tables / table_name(name, len(seeds), component_noise), record)
+        if tables_dir is not None:
+            atomic_write_json(tables_dir / table_name(name, len(seeds), component_noise), record)
 
     for method_name, (method, hyper) in suite.items():
         start = time.perf_counter()
