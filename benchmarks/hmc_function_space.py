@@ -46,6 +46,7 @@ def sample(args) -> None:
     from bcl.data.sequences import load_sequence
     from bcl.methods.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info
     from bcl.models import make_model
+    from bcl.provenance import provenance
     sequence = load_sequence(args.sequence)
     model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
     load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
@@ -61,7 +62,7 @@ def sample(args) -> None:
               "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
               "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
               "cpu_s": cpu, "load_before": load_before, "load_after": os.getloadavg(),
-              "parameter_space": summarise_hmc_info(run.result.info)}
+              "parameter_space": summarise_hmc_info(run.result.info), "provenance": provenance()}
     atomic_write_json(stem.with_suffix(".json"), record)
     print(json.dumps(record))
 
@@ -97,7 +98,9 @@ def table(args) -> None:
                          "scalars over R̂ / under ESS": f"{d['n_rhat_over']} / {d['n_ess_under']} of {d['n_scalars']}",
                          "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains)",
                          "load (1 min) before/after": f"{record['load_before'][0]:.1f}/{record['load_after'][0]:.1f}",
-                         "parameter max R̂": round(record["parameter_space"]["max_rank_rhat"], 3)})
+                         "parameter max R̂": round(record["parameter_space"]["max_rank_rhat"], 3),
+                         # the code that sampled the trace (`make stale`); traces saved before it was recorded: None
+                         "bcl_code": record.get("provenance", {}).get("bcl_code")})
             print(rows[-1], flush=True)
             _write_table(args, stem, rows)
 

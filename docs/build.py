@@ -111,7 +111,10 @@ def execute(path: Path, flags: list[str], timeout: int) -> tuple[str, float, str
     os.environ["PYTHONPATH"] = env_path  # the kernel imports this checkout's bcl
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    # the kernel's warning that it talks to this process over unencrypted local TCP off, as for papermill
+    # (bcl.resources.KERNEL_ARGUMENTS); its errors still show
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
     try:
         client.execute()
     except CellExecutionError as error:
