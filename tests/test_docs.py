@@ -177,15 +177,25 @@ def test_index_lists_the_notebooks(served):
     assert 'href="api/index.html"' in dom
 
 
-def _section_of_first_figure(html: str) -> str:
-    "The id of the innermost section that holds a page's first PNG figure."
+def _sections_of_first_figure(html: str) -> list[str]:
+    "The ids of the sections that hold a page's first PNG figure, outermost first."
     first = re.search(r'<img[^>]*src="[^"]+\.png"', html)
     assert first, "the page shows no figure"
     open_sections = []
     for tag in re.finditer(r'<section id="([^"]+)"|</section>', html[:first.start()]):
         open_sections = open_sections + [tag.group(1)] if tag.group(1) else open_sections[:-1]
     assert open_sections, "the page's first figure is in no section"
-    return open_sections[-1]
+    return open_sections
+
+
+def _figure_view(page: Path, html: str) -> Path:
+    """A copy of `page` beside it whose content starts at the section of its first figure: every element before that
+    section, or before one of the sections around it, is hidden (`display: none`). A headless screenshot scrolled to
+    an anchor is unreliable (parts left unpainted), and one tall enough to reach a figure near a page's end is huge."""
+    hidden = ", ".join(f"*:has(~ section#{name})" for name in _sections_of_first_figure(html))
+    view = page.with_name("_figure_view_" + page.name)
+    view.write_text(html.replace("</head>", f"<style>{hidden} {{ display: none !important; }}</style></head>", 1))
+    return view
 
 
 @pytest.mark.parametrize("page", PAGES[1:])
@@ -211,10 +221,15 @@ def test_notebook_page_typesets_maths_and_shows_figures(served, page):
     assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
     with Image.open(shot) as image:
         assert len(image.convert("RGB").getcolors(1 << 24)) > 50, "the screenshot is nearly blank"
-    # and one of the section that holds the page's first figure (the browser scrolls to its anchor)
-    section = _section_of_first_figure(served_html)
+    # and one of the page from the section that holds its first figure
+    section = _sections_of_first_figure(served_html)[-1]
     figure_shot = SHOTS / (Path(page).stem + "_figure.png")
-    result = _chromium_run("--window-size=1280,1600", f"--screenshot={figure_shot}", f"{served}/{page}#{section}")
+    view = _figure_view(SITE / page, served_html)
+    try:
+        result = _chromium_run("--window-size=1280,1600", f"--screenshot={figure_shot}",
+                               f"{served}/{Path(page).parent.as_posix()}/{view.name}")
+    finally:
+        view.unlink()
     assert result.returncode == 0 and figure_shot.exists(), result.stderr[-2000:]
     with Image.open(figure_shot) as image:
         assert len(image.convert("RGB").getcolors(1 << 24)) > 50, "the figure's screenshot is nearly blank"
