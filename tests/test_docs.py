@@ -190,11 +190,20 @@ def _sections_of_first_figure(html: str) -> list[str]:
 
 def _figure_view(page: Path, html: str) -> Path:
     """A copy of `page` beside it whose content starts at the section of its first figure: every element before that
-    section, or before one of the sections around it, is hidden (`display: none`). A headless screenshot scrolled to
+    section, or before one of the sections around it, and every element between the section's heading and the cell
+    of the figure is hidden (`display: none`). A headless screenshot scrolled to
     an anchor is unreliable (parts left unpainted), and one tall enough to reach a figure near a page's end is huge."""
-    hidden = ", ".join(f"*:has(~ section#{name})" for name in _sections_of_first_figure(html))
+    sections = _sections_of_first_figure(html)
+    figure_at = re.search(r'<img[^>]*src="[^"]+\.png"', html).start()
+    cells = [m.start() for m in re.finditer(r'<div class="cell[\s"]', html[:figure_at])]  # not cell_output
+    assert cells, "the page's first figure is in no notebook cell"
+    cell_at = cells[-1]  # the notebook cell whose output is the figure
+    html = html[:cell_at] + '<div id="bcl-first-figure" ' + html[cell_at + len("<div "):]
+    hidden = [f"*:has(~ section#{name})" for name in sections]  # (a :has() inside a :has() is not valid CSS)
+    hidden.append(f"section#{sections[-1]} > *:not(h1, h2, h3, h4):has(~ #bcl-first-figure)")
+    style = "".join(f"<style>{rule} {{ display: none !important; }}</style>" for rule in hidden)
     view = page.with_name("_figure_view_" + page.name)
-    view.write_text(html.replace("</head>", f"<style>{hidden} {{ display: none !important; }}</style></head>", 1))
+    view.write_text(html.replace("</head>", style + "</head>", 1))
     return view
 
 
