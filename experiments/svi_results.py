@@ -120,7 +120,7 @@ def main():
     parser.add_argument("--pretrain-epochs", type=int, default=None, help="override the preset's 20 epochs")
     parser.add_argument("--component-noise", choices=list(COMPONENT_NOISE), default="independent",
                         help="GM sampling: one normal per component (authors), one per parameter with the same law "
-                             "(collapsed), or one scaled by the weighted σ (shared)")
+                             "(collapsed), or one scaled by the weighted σ (weighted-std)")
     parser.add_argument("--tables", type=Path, default=None, metavar="DIR",
                         help="also write each summary to DIR/NAME[_Nseeds][_NOISE_noise].json (the committed ones: "
                              "experiments/tables/svi, `make svi-tables`)")

@@ -177,25 +177,29 @@ def test_index_lists_the_notebooks(served):
     assert 'href="api/index.html"' in dom
 
 
-def _sections_of_first_figure(html: str) -> list[str]:
-    "The ids of the sections that hold a page's first PNG figure, outermost first."
+def _first_figure(html: str) -> int:
+    "Where a page's first PNG figure starts in its HTML."
     first = re.search(r'<img[^>]*src="[^"]+\.png"', html)
     assert first, "the page shows no figure"
+    return first.start()
+
+
+def _sections_of_first_figure(html: str) -> list[str]:
+    "The ids of the sections that hold a page's first PNG figure, outermost first."
     open_sections = []
-    for tag in re.finditer(r'<section id="([^"]+)"|</section>', html[:first.start()]):
+    for tag in re.finditer(r'<section id="([^"]+)"|</section>', html[:_first_figure(html)]):
         open_sections = open_sections + [tag.group(1)] if tag.group(1) else open_sections[:-1]
     assert open_sections, "the page's first figure is in no section"
     return open_sections
 
 
-def _figure_view(page: Path, html: str) -> Path:
-    """A copy of `page` beside it whose content starts at the section of its first figure: every element before that
-    section, or before one of the sections around it, and every element between the section's heading and the cell
-    of the figure is hidden (`display: none`). A headless screenshot scrolled to
-    an anchor is unreliable (parts left unpainted), and one tall enough to reach a figure near a page's end is huge."""
+def _figure_view(page: Path, html: str) -> tuple[Path, str]:
+    """A copy of `page` beside it whose content starts at the section of its first figure, and that section's id:
+    every element before that section, or before one of the sections around it, and every element between the
+    section's heading and the cell of the figure is hidden (`display: none`). A headless screenshot scrolled to an
+    anchor is unreliable (parts left unpainted), and one tall enough to reach a figure near a page's end is huge."""
     sections = _sections_of_first_figure(html)
-    figure_at = re.search(r'<img[^>]*src="[^"]+\.png"', html).start()
-    cells = [m.start() for m in re.finditer(r'<div class="cell[\s"]', html[:figure_at])]  # not cell_output
+    cells = [m.start() for m in re.finditer(r'<div class="cell[\s"]', html[:_first_figure(html)])]  # not cell_output
     assert cells, "the page's first figure is in no notebook cell"
     cell_at = cells[-1]  # the notebook cell whose output is the figure
     html = html[:cell_at] + '<div id="bcl-first-figure" ' + html[cell_at + len("<div "):]
@@ -204,7 +208,7 @@ def _figure_view(page: Path, html: str) -> Path:
     style = "".join(f"<style>{rule} {{ display: none !important; }}</style>" for rule in hidden)
     view = page.with_name("_figure_view_" + page.name)
     view.write_text(html.replace("</head>", style + "</head>", 1))
-    return view
+    return view, sections[-1]
 
 
 @pytest.mark.parametrize("page", PAGES[1:])
@@ -231,9 +235,8 @@ def test_notebook_page_typesets_maths_and_shows_figures(served, page):
     with Image.open(shot) as image:
         assert len(image.convert("RGB").getcolors(1 << 24)) > 50, "the screenshot is nearly blank"
     # and one of the page from the section that holds its first figure
-    section = _sections_of_first_figure(served_html)[-1]
     figure_shot = SHOTS / (Path(page).stem + "_figure.png")
-    view = _figure_view(SITE / page, served_html)
+    view, section = _figure_view(SITE / page, served_html)
     try:
         result = _chromium_run("--window-size=1280,1600", f"--screenshot={figure_shot}",
                                f"{served}/{Path(page).parent.as_posix()}/{view.name}")
