@@ -91,10 +91,17 @@ def test_guard_script_writes_stubs_that_stop_with_the_message(tmp_path):
 
 
 def _tree_state() -> str:
-    "Everything git sees of the checkout, ignored files included (not .venv/ and the site's own folders)."
+    """Everything git sees of the checkout, ignored files included, and the venv's installed distributions.
+
+    Left out: what tests running beside this one write (the results/ and data/ folders, the compile cache under
+    results/, pytest's and Python's caches); nbdev_docs would write _docs/ and _proc/ and install into the venv.
+    """
     listing = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.splitlines()
-    return "\n".join(line for line in listing if not re.search(r"(^|/)\.venv|\.pytest_cache|__pycache__", line))
+    concurrent = r"(^|/)\.venv|\.pytest_cache|__pycache__|^!! (results|data)/"
+    files = [line for line in listing if not re.search(concurrent, line)]
+    installed = sorted(p.name for p in Path(sys.prefix).glob("lib/python*/site-packages/*.dist-info"))
+    return "\n".join(files + installed)
 
 
 @pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="not a virtual environment: `make env` guards the venv only")
