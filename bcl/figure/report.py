@@ -18,8 +18,8 @@ from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, METHOD_LABELS
 
 # %% auto #0
 __all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers',
-           'draw_visualisation', 'draw_distances', 'unconverged_tasks', 'summary_rows', 'distance_rows', 'hmc_rows',
-           'markdown_table', 'write_report']
+           'draw_visualisation', 'label_points', 'draw_distances', 'unconverged_tasks', 'summary_rows', 'distance_rows',
+           'hmc_rows', 'markdown_table', 'write_report']
 
 # %% ../../nbs/figure/51_report.ipynb #c22a381b
 def json_ready(value):
@@ -139,19 +139,65 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
     x_label, y_label = AXIS_LABELS.get(sequence.name, ("$x_1$", "$x_2$"))
     for t in range(T):
         axes[t, 0].set_ylabel(f"after task {t + 1}{' †' if t + 1 in marked_tasks else ''}\n{y_label}", fontsize=6)
-    fig.supxlabel(x_label, fontsize=8)
-    fig.tight_layout(pad=0.3, w_pad=0.1, h_pad=0.2, rect=(0, 0, 1, 0.93))
-    _class_key(fig, binary, sequence.n_outputs if not binary else 2)
+    # a band for the † note (if any) under the x label: the panels are laid out above both once (tight_layout makes
+    # room for the x label), and the class key comes last, so that nothing moves the panels back under the colour bar
+    note = (0.15 if marked_tasks else 0.0) / fig.get_figheight()
+    fig.supxlabel(x_label, fontsize=8, y=note, va="bottom")
+    fig.tight_layout(pad=0.3, w_pad=0.1, h_pad=0.2, rect=(0, note, 1, 0.93))
     if marked_tasks:
-        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.04)
         fig.text(0.01, 0.005, UNCONVERGED_NOTE, fontsize=5, ha="left", va="bottom", wrap=True)
+    _class_key(fig, binary, sequence.n_outputs if not binary else 2)
     return fig
+
+def label_points(ax, points, fontsize: float = 6) -> list:
+    """Label `points` [(x, y, text)] of `ax` so that no label overlaps another, another point, or the axes' edge.
+
+    Each label, taken from the highest point down, goes to the first free place among: right of its point, left of
+    it, then one line lower or higher, two lines, ... on either side; a thin line joins a moved label to its point.
+    Returns the labels. Call it once the layout is final: places are found in display coordinates."""
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    line = fontsize + 1.5  # points
+    shifts = [0.0] + [sign * k * line for k in range(1, 25) for sign in (-1, 1)]
+    radius = renderer.points_to_pixels(2.5)  # about a marker's extent
+    order = sorted(range(len(points)), key=lambda i: -points[i][1])
+    centres = ax.transData.transform([(x, y) for x, y, _ in points]) if points else []
+    markers = [Bbox.from_extents(u - radius, v - radius, u + radius, v + radius) for u, v in centres]
+    placed, labels = [], []
+    for i in order:
+        x, y, text = points[i]
+        others = placed + markers[:i] + markers[i + 1:]
+        for dy in shifts:
+            for dx, ha in ((4, "left"), (-4, "right")):
+                label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                                    ha=ha, va="center",
+                                    arrowprops=None if dy == 0 else dict(arrowstyle="-", lw=0.3, color="0.5"))
+                label.update_positions(renderer)
+                box = Text.get_window_extent(label, renderer)  # the text alone, not the line to its point
+                inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+                if inside and not any(box.overlaps(other) for other in others):
+                    break
+                label.remove()
+            else:
+                continue
+            break
+        else:  # nowhere free: keep it beside its point
+            label = ax.annotate(text, (x, y), xytext=(4, 0), textcoords="offset points", fontsize=fontsize,
+                                va="center")
+            label.update_positions(renderer)
+            box = Text.get_window_extent(label, renderer)
+        placed.append(box)
+        labels.append(label)
+    return labels
 
 def draw_distances(numbers: dict):
     "Mean TV distance to HMC after each task (left) and final average accuracy against final TV (right)."
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     colours = iter(plt.get_cmap("tab20").colors)
+    points = []  # (final TV, final accuracy, label) for the scatter's labels
     for name, entry in numbers["methods"].items():
         distance = entry.get("distance_to_hmc")
         if not distance:
@@ -164,8 +210,7 @@ def draw_distances(numbers: dict):
         left.set_xticks(tasks)
         accuracy = entry["final_average_accuracy"]["mean"]
         right.scatter(distance["tv"][-1], accuracy, s=12, color=colour)
-        right.annotate(METHOD_LABELS.get(name, name), (distance["tv"][-1], accuracy), fontsize=6,
-                       xytext=(2, 2), textcoords="offset points")
+        points.append((distance["tv"][-1], accuracy, METHOD_LABELS.get(name, name)))
     left.set_xlabel("after task")
     left.set_ylabel("mean TV distance to HMC-NUTS")
     fig.legend(*left.get_legend_handles_labels(), loc="lower center", fontsize=6, ncol=7, frameon=False)
@@ -174,6 +219,7 @@ def draw_distances(numbers: dict):
     fig.suptitle(f"{SEQUENCE_TITLES.get(numbers['sequence'], numbers['sequence'])}: distance to HMC-NUTS "
                  "(solid S-FSVI, dashed VCL, dotted MAP)", fontsize=9)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
+    label_points(right, points)
     return fig
 
 # %% ../../nbs/figure/51_report.ipynb #a37ac465
