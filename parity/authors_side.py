@@ -76,8 +76,8 @@ def probe_imports(*modules: str) -> int:
 
 
 def probe(repo: Path) -> int:
-    return probe_imports("bcl.engine.train.trainer.svi.replay", "bcl.engine.train.trainer.svi.simple", "bcl.engine.train.training.vi.gauss",
-                         "bcl.engine.train.training.vi.gaussmix", "bcl.engine.train.predictor")
+    return probe_imports("bcl.train.trainer.svi.replay", "bcl.train.trainer.svi.simple", "bcl.train.training.vi.gauss",
+                         "bcl.train.training.vi.gaussmix", "bcl.train.predictor")
 
 
 def load_experiment(repo: Path, inputs: Path, trainer_modules) -> tuple:
@@ -105,9 +105,9 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
     import jax
     import jax.numpy as jnp
     from jax import vmap
-    from bcl.engine.train.predictor import BMAPredictor
-    from bcl.engine.train.trainer.svi import replay, simple
-    from bcl.engine.train.training.vi import gauss, gaussmix
+    from bcl.train.predictor import BMAPredictor
+    from bcl.train.trainer.svi import replay, simple
+    from bcl.train.training.vi import gauss, gaussmix
 
     data, meta, spec, blocks, mspec, model, classes = load_experiment(repo, inputs, (simple, replay))
 

@@ -41,7 +41,7 @@ MAP_CLASSES = ("Joint", "Finetuning", "ElasticWeightConsolidation", "SynapticInt
 
 
 def probe(repo: Path) -> int:
-    return probe_imports("bcl.engine.train.trainer.smi.replay", "bcl.engine.train.trainer.smi.simple")
+    return probe_imports("bcl.train.trainer.smi.replay", "bcl.train.trainer.smi.simple")
 
 
 def _trainer(classes, block, model, mspec, **overrides):
@@ -98,7 +98,7 @@ def _ewc_end(trainer, arrays):
 def _si_end(trainer, arrays, case):
     import optax
     from flax.training.train_state import TrainState
-    from bcl.engine.train.trainer.smi import simple
+    from bcl.train.trainer.smi import simple
     xs, ys = _array(arrays["xs"]), np.asarray(arrays["ys"])
     trainer.hparams["minimum"] = _unflatten(arrays, "minimum")
     trainer.hparams["hessian"] = _unflatten(arrays, "hessian")
@@ -154,7 +154,7 @@ def _probe_xs(t: int, arrays) -> np.ndarray:
 
 def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
     import jax
-    from bcl.engine.train.trainer.smi import replay, simple
+    from bcl.train.trainer.smi import replay, simple
 
     data, meta, spec, blocks, mspec, model, classes = load_experiment(repo, inputs, (simple, replay))
 
