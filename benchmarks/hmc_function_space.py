@@ -11,7 +11,7 @@ Two steps:
    chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
    function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
    folded, and bulk ESS of the predictive probabilities at the test points and the plotting-grid points), written
-   to `experiments/tables/hmc_function_space.md` and `.json`.
+   to `experiments/tables/hmc_function_space_<sequence>.md` and `.json` (`hmc_function_space.md` without `--sequence`).
 
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
