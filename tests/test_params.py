@@ -1,4 +1,4 @@
-"""The parameter files that `make demo` and `make demo-sinusoid` pass to the papermill template are complete and
+"""The parameter files that `make demo`, `make demo-iris` and `make demo-sinusoid` pass to the papermill template are complete and
 valid: merged over the template's `parameters` cell they pass `bcl.figure.visualisation.validate_parameters`, so a typo in a
 YAML file fails here rather than minutes into a run."""
 import ast
@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "experiments"))
-RUNS = [["paper_cisplit2diris.yaml"], ["paper_disinusoid.yaml"], ["paper_disinusoid.yaml", "demo_disinusoid.yaml"]]
+RUNS = [["paper_cisplit2diris.yaml"], ["paper_cisplit2diris.yaml", "demo_cisplit2diris.yaml"], ["paper_disinusoid.yaml"],
+        ["paper_disinusoid.yaml", "demo_disinusoid.yaml"]]
 
 
 def template_defaults() -> dict:
