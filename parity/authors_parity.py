@@ -276,15 +276,31 @@ def target_model(target: dict):
 
 
 # ---------------------------------------------------------------- building the cases
+BATCH_SETTINGS = {"batch_size": "batch_size", "coreset_batch": "coreset_batch_size", "n_inducing": "noise_batch_size"}
+
+
+def divided_batches(settings: dict, divisor: int) -> dict:
+    """The minibatch sizes of one method's `settings` (current batch, coreset batch, random inducing points) divided by
+    `divisor`, as overrides; {} for 1. For a comparison whose full-size case does not fit in memory: the formula
+    compared is the same, on fewer points."""
+    if divisor == 1:
+        return {}
+    small = {k: settings[k] // divisor for k in BATCH_SETTINGS if k in settings}
+    if any(v < 1 for v in small.values()):
+        raise SystemExit(f"--batch-divisor {divisor} leaves an empty minibatch ({small}); use a smaller divisor")
+    return small
+
+
 def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network: str | None = None,
-                methods=None):
-    "For every method (or those of `methods`) and scenario: our loss, aux, gradient, θ, predictive, the authors' inputs."
+                methods=None, batch_divisor: int = 1):
+    """For every method (or those of `methods`) and scenario: our loss, aux, gradient, θ, predictive, the authors' inputs.
+    `batch_divisor` divides every minibatch size on both sides (`divided_batches`)."""
     import jax
     import jax.numpy as jnp
     cast = (lambda tree: jax.tree.map(lambda x: x.astype(jnp.float64), tree)) if x64 else (lambda tree: tree)
     from bcl.core import named_keys
     from bcl.vi.mixture import Mixture
-    from bcl.paper import SVI_METHODS, method_info
+    from bcl.paper import SVI_METHODS, method_info, svi_settings
     from bcl.vi.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
                          variational_init, variational_prior)
     from bcl.engine.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
@@ -293,8 +309,10 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     setup, n_out, n_train = target["setup"], target["n_outputs"], target["n_train"]
     model = target_model(target)
     low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
-    suite = svi_suite(model, target["likelihood"], setup.setup, inducing_low=setup.inducing_low,
-                      inducing_high=setup.inducing_high)
+    suite = {name: svi_suite(model, target["likelihood"], setup.setup, inducing_low=setup.inducing_low,
+                             inducing_high=setup.inducing_high, names=[name],
+                             **divided_batches(svi_settings(setup.setup)[name], batch_divisor))[name]
+             for name in SVI_METHODS if not methods or name in methods}
     data = CaseInputs(target, low, high)
     n_slots = max(3, len(data.tasks or ()))  # coreset task slots (Iris: 3)
     inputs: dict = {}
@@ -383,7 +401,11 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
             }
             cases.append({"name": case, "method": name, "scenario": scenario, "authors_id": AUTHORS_IDS[name],
                           "focus": info.focus, "task_count": t - 1,
-                          "n_train": n_train})
+                          "n_train": n_train,
+                          # the authors' hparams to replace, so that both sides use the same divided minibatches
+                          "hparams": {BATCH_SETTINGS[k]: v
+                                      for k, v in divided_batches(svi_settings(setup.setup)[name],
+                                                                  batch_divisor).items()}})
             print(f"our side: {case} done", file=sys.stderr, flush=True)
     return cases, inputs, ours
 
@@ -554,12 +576,14 @@ def write_lines(rows, meta: dict, out: Path | None) -> None:
 
 # ---------------------------------------------------------------- main
 def run_harness(argv, description: str, side_script: str, prog: str, build, compare_cases, legend: str,
-                table=None, sequences=(SEQUENCE,)) -> int:
+                table=None, sequences=(SEQUENCE,), extra_arguments=None) -> int:
     """Both halves of a harness: `build(seed, x64, sequence, network, methods) -> (cases, inputs, ours)` here, `side_script` in the
     authors' environment, then `compare_cases(cases, ours, theirs, info, inputs, tol) -> rows`, printed by `table`
-    (default `print_table`) and written. `sequences`: the `--sequence` choices (keys of HARNESS_SEQUENCES)."""
+    (default `print_table`) and written. `sequences`: the `--sequence` choices (keys of HARNESS_SEQUENCES).
+    `extra_arguments(parser) -> names`: this harness's own options, passed to `build` by name."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser, sequences)
+    extra = extra_arguments(parser) if extra_arguments else ()
     args = parser.parse_args(argv)
     found = authors_command(args, side_script, prog)
     if found is None:
@@ -570,7 +594,8 @@ def run_harness(argv, description: str, side_script: str, prog: str, build, comp
         jax.config.update("jax_enable_x64", True)
     start = time.perf_counter()
     target = harness_target(args.sequence, args.network)
-    cases, inputs, ours = build(args.seed, args.x64, args.sequence, args.network, args.methods)
+    cases, inputs, ours = build(args.seed, args.x64, args.sequence, args.network, args.methods,
+                                **{name: getattr(args, name) for name in extra})
     ours_s = time.perf_counter() - start
     experiment = target["experiment"]
     # in_shape: their model spec's, replaced by ours where the toml's sequence is another (the 6-layer CNN's CIFAR)
@@ -580,7 +605,8 @@ def run_harness(argv, description: str, side_script: str, prog: str, build, comp
     info = json.loads(str(theirs.pop("info")))
     tol = FP_TOL[args.x64]
     rows = compare_cases(cases, ours, theirs, info, inputs, tol)
-    meta = provenance(commit, info, args.seed, args.x64, args.sequence, target)
+    meta = provenance(commit, info, args.seed, args.x64, args.sequence, target) | {name: getattr(args, name)
+                                                                                    for name in extra}
     print(f"authors' code {commit} (jax {info['jax']}) against bcl (jax {jax.__version__}); {args.sequence} "
           f"({target['network']}, {experiment}); {meta['precision']}; seed {args.seed}; ours {ours_s:.0f} s, theirs {authors_s:.0f} s")
     print(f"largest relative differences (see the module docstring); status DIFF if any > {tol:g} or the settings "
@@ -590,10 +616,17 @@ def run_harness(argv, description: str, side_script: str, prog: str, build, comp
     return 0
 
 
+def _batch_divisor(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    parser.add_argument("--batch-divisor", type=int, default=1,
+                        help="divide every minibatch size (batch, coreset batch, inducing points) on both sides by "
+                             "this, for cases that do not fit in memory at full size (default 1)")
+    return ("batch_divisor",)
+
+
 def main(argv=None) -> int:
     return run_harness(argv, __doc__, "authors_side.py", "authors_parity.py", build_cases,
                        lambda cases, ours, theirs, info, inputs, tol: compare(cases, ours, theirs, info, tol), "",
-                       sequences=("cisplit2diris", "cisplitmnist5k"))
+                       sequences=("cisplit2diris", "cisplitmnist5k"), extra_arguments=_batch_divisor)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def evaluate(repo: Path, inputs: Path, outputs: Path) -> None:
         arrays = {k[len(name) + 1:]: v for k, v in data.items() if k.startswith(name + "/")}
         block = blocks[case["authors_id"]]
         cls = classes[block["name"]]
-        hparams = json.loads(json.dumps(block["hparams"]["train"]))
+        hparams = json.loads(json.dumps(block["hparams"]["train"])) | case.get("hparams", {})  # divided batches
         mix = "logit" in {k.split("/")[1] for k in arrays if k.startswith("params/")}
         vi = gaussmix if mix else gauss
         trainer = cls(model, mspec, hparams)  # opens ./coreset.zarr (a temp dir) for replay trainers

@@ -6,6 +6,7 @@ skipped with "the authors' environment cannot import their code".
 """
 import ast
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,14 @@ def test_the_sides_modules_exist_in_the_authors_clone():
         for module in authors_modules(side):
             path = repo.joinpath(*module.split("."))
             assert path.with_suffix(".py").is_file() or (path / "__init__.py").is_file(), (side.name, module)
+
+
+def test_divided_batches_divides_the_minibatches_only():
+    sys.path.insert(0, str(ROOT / "parity"))
+    from authors_parity import BATCH_SETTINGS, divided_batches
+    settings = {"batch_size": 16, "coreset_batch": 16, "n_inducing": 32, "coreset_size": 256, "sample_size": 10}
+    assert divided_batches(settings, 1) == {}
+    assert divided_batches(settings, 4) == {"batch_size": 4, "coreset_batch": 4, "n_inducing": 8}
+    assert set(BATCH_SETTINGS) == {"batch_size", "coreset_batch", "n_inducing"}  # the coreset's size is not a batch
+    with pytest.raises(SystemExit, match="empty minibatch"):
+        divided_batches(settings, 32)
