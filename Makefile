@@ -81,7 +81,8 @@ demo: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml experiments/params/demo_cisplit2diris.yaml
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml experiments/params/demo_disinusoid.yaml
 
-## CI Split 2D Iris with the paper's settings and a 32-chain HMC reference (figures/visualisation_cisplit2diris.*).
+## CI Split 2D Iris with the paper's settings and a 32-chain HMC reference (figures/visualisation_cisplit2diris.*;
+## about an hour on 2 cores, most of it HMC).
 demo-iris: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
 
