@@ -30,9 +30,8 @@ def main() -> None:
     parser.add_argument("--figures", default=str(ROOT / "figures"))
     parser.add_argument("--tables", default=str(ROOT / "experiments" / "tables"))
     args = parser.parse_args()
-    runs = args.runs or [next(r for r in choices if (results_dir() / r / "numbers.json").exists())
-                         for choices in DEFAULT_RUNS
-                         if any((results_dir() / r / "numbers.json").exists() for r in choices)]
+    present = [[r for r in choices if (results_dir() / r / "numbers.json").exists()] for choices in DEFAULT_RUNS]
+    runs = args.runs or [found[0] for found in present if found]
     if not runs:
         raise FileNotFoundError(f"No run found under {results_dir()}; run experiments/run_visualisation.py first.")
     for run in runs:

@@ -276,6 +276,7 @@ def target_model(target: dict):
 
 
 # ---------------------------------------------------------------- building the cases
+# our minibatch settings and the authors' hyperparameters of the same sizes
 BATCH_SETTINGS = {"batch_size": "batch_size", "coreset_batch": "coreset_batch_size", "n_inducing": "noise_batch_size"}
 
 
@@ -309,10 +310,11 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     setup, n_out, n_train = target["setup"], target["n_outputs"], target["n_train"]
     model = target_model(target)
     low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
+    smaller = {name: divided_batches(svi_settings(setup.setup)[name], batch_divisor)
+               for name in SVI_METHODS if not methods or name in methods}
     suite = {name: svi_suite(model, target["likelihood"], setup.setup, inducing_low=setup.inducing_low,
-                             inducing_high=setup.inducing_high, names=[name],
-                             **divided_batches(svi_settings(setup.setup)[name], batch_divisor))[name]
-             for name in SVI_METHODS if not methods or name in methods}
+                             inducing_high=setup.inducing_high, names=[name], **overrides)[name]
+             for name, overrides in smaller.items()}
     data = CaseInputs(target, low, high)
     n_slots = max(3, len(data.tasks or ()))  # coreset task slots (Iris: 3)
     inputs: dict = {}
@@ -403,9 +405,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                           "focus": info.focus, "task_count": t - 1,
                           "n_train": n_train,
                           # the authors' hparams to replace, so that both sides use the same divided minibatches
-                          "hparams": {BATCH_SETTINGS[k]: v
-                                      for k, v in divided_batches(svi_settings(setup.setup)[name],
-                                                                  batch_divisor).items()}})
+                          "hparams": {BATCH_SETTINGS[k]: v for k, v in smaller[name].items()}})
             print(f"our side: {case} done", file=sys.stderr, flush=True)
     return cases, inputs, ours
 
@@ -463,14 +463,10 @@ def compare(cases, ours, theirs, info, tol: float) -> list[dict]:
 def _settings_match(method: str, settings: dict):
     "True, or a list of the hyperparameters that differ between our settings and the authors' toml block."
     o, a = settings["ours"], settings["authors"]
-    pairs = [("batch_size", "batch_size"), ("sample_size", "sample_size"), ("precision", "precision"),
-             ("predict_sample_size", "predict_sample_size")]
+    pairs = [("sample_size", "sample_size"), ("precision", "precision"), ("predict_sample_size", "predict_sample_size")]
+    pairs += [(ok, ak) for ok, ak in BATCH_SETTINGS.items() if ok == "batch_size" or ak in a]
     if "coreset_size_per_task" in a:
         pairs.append(("coreset_size", "coreset_size_per_task"))
-    if "coreset_batch_size" in a:
-        pairs.append(("coreset_batch", "coreset_batch_size"))
-    if "noise_batch_size" in a:
-        pairs.append(("n_inducing", "noise_batch_size"))
     if "n_comp" in a:
         pairs.append(("n_components", "n_comp"))
     bad = [f"{ok}={o.get(ok)} vs {ak}={a.get(ak)}" for ok, ak in pairs if o.get(ok) != a.get(ak)]

@@ -1,6 +1,6 @@
-"""The parameter files that `make demo`, `make demo-iris` and `make demo-sinusoid` pass to the papermill template are complete and
-valid: merged over the template's `parameters` cell they pass `bcl.figure.visualisation.validate_parameters`, so a typo in a
-YAML file fails here rather than minutes into a run."""
+"""The parameter files that `make demo`, `make demo-iris` and `make demo-sinusoid` pass to the papermill template are
+complete and valid: merged over the template's `parameters` cell they pass
+`bcl.figure.visualisation.validate_parameters`, so a typo in a YAML file fails here rather than minutes into a run."""
 import ast
 import sys
 from pathlib import Path
