@@ -15,6 +15,9 @@
 #                on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell -> OUT/cells.jsonl, their
 #                numbers.json and executed notebooks -> OUT/cells.tar.gz. The matched schedule's CNN VCL cells:
 #                BCL_GPU_SCHEDULE=matched BCL_GPU_CELLS="*-mnist-cnn/*-vcl *-mnist-cnn/ewc *-mnist-cnn/si"
+#   cells:SCHEDULE  the same with that schedule and the cells of BCL_GPU_CELLS_<SCHEDULE, - as _> (else BCL_GPU_CELLS),
+#                so one call can run several schedules; timeout BCL_GPU_CELLS_S_<SCHEDULE> (else BCL_GPU_CELLS_S)
+#                                                                  -> OUT/cells-SCHEDULE.jsonl, OUT/cells-SCHEDULE.tar.gz
 #   smoke        bcl-table faa --profile smoke --subset representative (mock data, one cell per column and per
 #                method) on the GPU                                                              -> OUT/smoke.jsonl
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
@@ -76,14 +79,17 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
         --repeats 2 --component-noise collapsed --cpu-reference benchmarks/results/cpu_quick_collapsed.jsonl \
         --out "$OUT/gpu_steps.jsonl" >/dev/null 2>"$OUT/gpu_steps.err"
       echo "steps: exit $?, $(wc -l <"$OUT/gpu_steps.jsonl" 2>/dev/null || echo 0) lines" ;;
-    cells)
-      schedule=${BCL_GPU_SCHEDULE:-epochs}
+    cells|cells:*)
+      schedule=${phase#cells:}; [ "$schedule" = cells ] && schedule=${BCL_GPU_SCHEDULE:-epochs}
+      var=BCL_GPU_CELLS_${schedule//-/_}; cells=${!var:-$CELLS}   # e.g. BCL_GPU_CELLS_steps_matched for cells:steps-matched
       [ "$schedule" = epochs ] && run=offline || run=offline-$schedule
+      name=cells${run#offline}
+      cap=BCL_GPU_CELLS_S_${schedule//-/_}; cap=${!cap:-${BCL_GPU_CELLS_S:-270}}   # this schedule's own timeout, if set
       # shellcheck disable=SC2086
-      timeout "$(within "${BCL_GPU_CELLS_S:-270}")" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
-        --schedule "$schedule" --workers "${BCL_GPU_WORKERS:-1}" --cells $CELLS 2>&1 | grep -v "WARNING\|warn" | tail -8
-      cell_lines "/tmp/gpu-table/$run" >"$OUT/cells.jsonl"; echo "cells: $(wc -l <"$OUT/cells.jsonl") done"
-      (cd /tmp/gpu-table && tar czf "$OUT/cells.tar.gz" "$run"/*/*/numbers.json "$run"/*/*/*.ipynb) ;;
+      timeout "$(within "$cap")" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
+        --schedule "$schedule" --workers "${BCL_GPU_WORKERS:-1}" --cells $cells 2>&1 | grep -v "WARNING\|warn" | tail -8
+      cell_lines "/tmp/gpu-table/$run" >"$OUT/$name.jsonl"; echo "$name: $(wc -l <"$OUT/$name.jsonl") done"
+      (cd /tmp/gpu-table && tar czf "$OUT/$name.tar.gz" "$run"/*/*/numbers.json "$run"/*/*/*.ipynb) ;;
     smoke)
       timeout "$(within "${BCL_GPU_SMOKE_S:-300}")" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
         --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4
@@ -91,9 +97,11 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
     notebooks)
       # the notebooks named in BCL_GPU_NOTEBOOKS (pytest -k expression) under tests/test_notebooks.py; several kernels
       # share the GPU, so none may preallocate its default 75 % of the memory
-      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$(within "${BCL_GPU_NOTEBOOKS_S:-120}")" "$PY" -m pytest tests/test_notebooks.py -q -n 5 -p no:cacheprovider \
+      # -v: a line per notebook as it ends, so that a phase cut by its timeout still names what passed and failed
+      XLA_PYTHON_CLIENT_PREALLOCATE=false BCL_TEST_FAILURE_LOG="$OUT/notebooks_failed.log" \
+        timeout "$(within "${BCL_GPU_NOTEBOOKS_S:-120}")" "$PY" -m pytest tests/test_notebooks.py -v -rfE -n 5 -p no:cacheprovider \
         -k "${BCL_GPU_NOTEBOOKS:-gaussian}" >"$OUT/notebooks.log" 2>&1
-      echo "notebooks: exit $?"; tail -3 "$OUT/notebooks.log" ;;
+      echo "notebooks: exit $?"; grep -E "PASSED|FAILED|ERROR" "$OUT/notebooks.log" | tail -20 ;;
     determinism)
       cell=${BCL_GPU_DET_CELL:-ci-mnist-fcnn/p-g-vcl}
       for flags in "" "--xla_gpu_deterministic_ops=true"; do for run in 1 2; do
