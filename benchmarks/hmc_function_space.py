@@ -12,6 +12,7 @@ Two steps:
    function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
    folded, and bulk ESS of the predictive probabilities at the test points and the plotting-grid points), written
    to `experiments/tables/hmc_function_space_<sequence>.md` and `.json` (`hmc_function_space.md` without `--sequence`).
+   Rows of the committed table whose trace is not on disk (a new checkout has none) are kept as they are.
 
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -76,9 +78,12 @@ def table(args) -> None:
     from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
     from bcl.methods.hmc import convergence_summary, predictive_convergence
     from bcl.models import make_model
-    rows = []
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
-    for path in sorted(FOLDER.glob(f"{args.sequence or ''}*.json")):
+    paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
+    rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", paths)
+    if rows:
+        print(f"kept {len(rows)} rows of the committed table whose traces are not in {FOLDER}", flush=True)
+    for path in paths:
         record = json.loads(path.read_text())
         sequence = load_sequence(record["sequence"])
         model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
@@ -103,6 +108,23 @@ def table(args) -> None:
                          "bcl_code": record.get("provenance", {}).get("bcl_code")})
             print(rows[-1], flush=True)
             _write_table(args, stem, rows)
+
+
+def run_of(row: dict) -> tuple[str, int, int]:
+    "(sequence, task, chains of the run) of a table row: the trace it was computed from."
+    return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains\)", row["HMC s (run of)"]).group(1))
+
+
+def kept_rows(committed: Path, paths: list[Path]) -> list[dict]:
+    """The rows of the committed table whose trace is not among `paths` (traces live in the git-ignored results
+    folder, which a new checkout lacks): a table rebuilt from the traces at hand keeps what earlier runs measured."""
+    if not committed.is_file():
+        return []
+    present = set()
+    for path in paths:
+        record = json.loads(path.read_text())
+        present.add((record["sequence"], int(record["task"]), int(record["chains"])))
+    return [row for row in json.loads(committed.read_text()) if run_of(row) not in present]
 
 
 def _write_table(args, stem, rows) -> None:

@@ -11,6 +11,11 @@ experiment reads, e.g. MNIST-5k (the 5,000 digits this machine has offline) unde
 `svi_cisplitmnist_fcnn` trains on MNIST-5k. A file `BCL_SOURCE` in the folder says which bcl sequence it holds, and
 the script refuses to overwrite a folder the authors' own data preparation wrote (no `BCL_SOURCE`).
 
+With `--features PRETRAINING` (e.g. `fashionmnist`, the offline extractor of Table faa (a)), the folder holds bcl's
+frozen features of the sequence instead of its images (`bcl.data.features.feature_sequence`, pre-training the
+extractor if it is not cached): run the authors' `svi_*_fe` experiment on it with `authors_seeds.py
+--features-prepared`, so that their code trains its linear head on exactly the features bcl's cells train on.
+
 Labels: class-incremental sequences keep the global class (0..9), domain-incremental ones the class within the task
 (the authors' `displitmnist` takes the digit mod 2; bcl's `displitmnist5k` already stores 0/1), as both codes use.
 """
@@ -86,11 +91,18 @@ def main(argv=None) -> int:
     parser.add_argument("sequence", help="a bcl sequence name (bcl.data.sequences.load_sequence)")
     parser.add_argument("authors_repo", type=Path, help="a clone of github.com/blackblitz/bcl at b838074")
     parser.add_argument("--as", dest="name", help="the sequence name the authors' experiment reads (default: the same)")
+    parser.add_argument("--features", metavar="PRETRAINING",
+                        help="write bcl's frozen features of the sequence from the extractor pre-trained on PRETRAINING "
+                             "(e.g. fashionmnist) instead of its inputs")
     args = parser.parse_args(argv)
     if not (args.authors_repo / "bcl" / "train" / "__main__.py").is_file():
         parser.error(f"{args.authors_repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)")
-    from bcl.data.sequences import load_sequence
-    sequence = load_sequence(args.sequence)
+    if args.features:
+        from bcl.data.features import feature_sequence
+        sequence = feature_sequence(args.sequence, args.features, progress=True)
+    else:
+        from bcl.data.sequences import load_sequence
+        sequence = load_sequence(args.sequence)
     folder = args.authors_repo / "data" / "prepped" / (args.name or args.sequence)
     sha = write_prepped(sequence, folder)
     print(f"wrote {sequence.name} ({len(sequence.tasks)} tasks) to {folder}; sha256 {sha[:16]}")

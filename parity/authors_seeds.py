@@ -22,6 +22,12 @@ resumes: pairs already in --out are skipped. Trainers that share a `name` (a gri
 one line per seed: the authors' evaluation reports only the grid point their validation selects, named in `trainer`,
 with the grid's ids in `candidates`.
 
+With `--features-prepared`, the experiment's `[feature_extractor]` table is left out of the seed copies, so that
+their `Experiment.make_data` (authors' `bcl/__init__.py`) reads `data/prepped/<sequence>` directly instead of
+pre-training their extractor and extracting features: the folder then holds bcl's features
+(`authors_prepped.py --features`), and their linear head (`FCNN1`, `in_shape` 64) trains on them with the experiment's
+own settings, inducing bounds [-1, 6] included.
+
 The script never imports the authors' package itself (it is also called `bcl`); it only calls their commands.
 Without `--authors-repo`, or when the environment lacks their dependencies, it says so and exits with status 0.
 """
@@ -61,8 +67,12 @@ def check_environment(repo: Path, dataprep: bool = True) -> str | None:
     return None
 
 
-def seed_experiment(spec: dict, trainers: list[str], seed: int) -> dict:
-    "A copy of the experiment `spec` with only `trainers` (by id), both seeds of each set to `seed`."
+def seed_experiment(spec: dict, trainers: list[str], seed: int, features_prepared: bool = False) -> dict:
+    """A copy of the experiment `spec` with only `trainers` (by id), both seeds of each set to `seed`; without its
+    `feature_extractor` table when `features_prepared` (the prepared folder already holds the features)."""
+    if features_prepared and "feature_extractor" not in spec:
+        _fail("--features-prepared: the experiment has no [feature_extractor] table to leave out (an *_fe experiment "
+              "is expected)")
     by_id = {t["id"]: t for t in spec["trainers"]}
     unknown = [t for t in trainers if t not in by_id]
     if unknown:
@@ -73,7 +83,8 @@ def seed_experiment(spec: dict, trainers: list[str], seed: int) -> dict:
         for stage in ("train", "predict"):
             block.setdefault("hparams", {}).setdefault(stage, {})["seed"] = int(seed)
         chosen.append(block)
-    return {**{k: v for k, v in spec.items() if k != "trainers"}, "trainers": chosen}
+    dropped = {"trainers"} | ({"feature_extractor"} if features_prepared else set())
+    return {**{k: v for k, v in spec.items() if k not in dropped}, "trainers": chosen}
 
 
 def final_average_accuracy(matrix) -> float:
@@ -104,11 +115,13 @@ def _run(repo: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
-def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int, data: str) -> list[dict]:
+def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int, data: str,
+             features_prepared: bool = False) -> list[dict]:
     import msgpack
     import tomli_w
     name = f"{experiment}__seed{seed}"
-    (repo / "experiments" / f"{name}.toml").write_text(tomli_w.dumps(seed_experiment(spec, trainers, seed)))
+    (repo / "experiments" / f"{name}.toml").write_text(
+        tomli_w.dumps(seed_experiment(spec, trainers, seed, features_prepared)))
     (repo / "logs").mkdir(exist_ok=True)
     train_s = _run(repo, "bcl.train", name)
     evaluate_s = _run(repo, "bcl.evaluate", name)
@@ -151,6 +164,9 @@ def main(argv=None) -> int:
     parser.add_argument("--trainers", nargs="+", default=["likelihood_exact_gsfsvi"])
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(5)))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/authors_seeds.jsonl"))
+    parser.add_argument("--features-prepared", action="store_true",
+                        help="the prepared folder holds bcl's features (authors_prepped.py --features): leave the "
+                             "experiment's [feature_extractor] out, so that their head trains on them")
     args = parser.parse_args(argv)
     if args.authors_repo is None:
         print("authors_seeds.py: no --authors-repo (or $BCL_AUTHORS_REPO) given; nothing to run.")
@@ -162,6 +178,9 @@ def main(argv=None) -> int:
     spec = tomllib.loads(path.read_text())
     sequence = spec["task_sequence"]["name"]
     prepared = (repo / "data" / "prepped" / sequence / "metadata.toml").is_file()
+    if args.features_prepared and not (repo / "data" / "prepped" / sequence / "BCL_SOURCE").is_file():
+        _fail(f"--features-prepared: {repo / 'data' / 'prepped' / sequence} holds no bcl features; write them first with "
+              f"`python parity/authors_prepped.py SEQUENCE {repo} --as {sequence} --features PRETRAINING`")
     why = check_environment(repo, dataprep=not prepared)
     if why:
         print(f"authors_seeds.py: skipped: {why}.")
@@ -181,7 +200,7 @@ def main(argv=None) -> int:
         todo = [t for t in args.trainers if (args.experiment, t, seed) not in done]
         if not todo:
             continue
-        for record in run_seed(repo, args.experiment, spec, todo, seed, data):
+        for record in run_seed(repo, args.experiment, spec, todo, seed, data, args.features_prepared):
             with open(args.out, "a") as file:
                 file.write(json.dumps(record) + "\n")
             print(f"{record['trainer']} seed {seed}: {record['final_average_accuracy']:.2f} "

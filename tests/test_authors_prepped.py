@@ -52,3 +52,19 @@ def test_refuses_to_overwrite_the_authors_own_preparation(tmp_path):
         authors_prepped.write_prepped(small_sequence(), theirs)
     authors_prepped.write_prepped(small_sequence(), tmp_path / "ours")
     authors_prepped.write_prepped(small_sequence(), tmp_path / "ours")  # its own output: rewritten
+
+
+def test_features_prepared_leaves_only_the_extractor_out():
+    import authors_seeds
+    block = {"hparams": {"train": {"seed": 1337, "n_epochs": 20}, "predict": {"seed": 1337}}}
+    spec = {"task_sequence": {"name": "cisplitmnist"}, "feature_extractor": {"name": "FECNN4"},
+            "model": {"name": "FCNN1", "spec": {"in_shape": [64]}},
+            "trainers": [{"id": "a", "name": "A", **block}, {"id": "b", "name": "B", **block}]}
+    copy = authors_seeds.seed_experiment(spec, ["b"], 3, features_prepared=True)
+    assert "feature_extractor" not in copy and copy["model"] == spec["model"]
+    assert [t["id"] for t in copy["trainers"]] == ["b"]
+    assert copy["trainers"][0]["hparams"] == {"train": {"seed": 3, "n_epochs": 20}, "predict": {"seed": 3}}
+    assert authors_seeds.seed_experiment(spec, ["b"], 3)["feature_extractor"] == {"name": "FECNN4"}
+    without = {k: v for k, v in spec.items() if k != "feature_extractor"}
+    with pytest.raises(SystemExit):  # nothing to leave out: not an *_fe experiment
+        authors_seeds.seed_experiment(without, ["b"], 3, features_prepared=True)

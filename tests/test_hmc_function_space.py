@@ -1,0 +1,33 @@
+"""benchmarks/hmc_function_space.py: a table rebuilt from the traces at hand keeps the rows of traces not on disk."""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import hmc_function_space  # noqa: E402
+
+
+def row(task, chains, run_chains):
+    return {"sequence": "disinusoid", "task": task, "chains": chains, "max R̂": 1.0,
+            "HMC s (run of)": f"669 ({run_chains} chains)"}
+
+
+def test_rows_of_traces_not_on_disk_are_kept(tmp_path):
+    committed = tmp_path / "table.json"
+    rows = [row(1, 16, 16), row(1, 16, 32), row(1, 32, 32), row(2, 32, 32)]
+    committed.write_text(json.dumps(rows))
+    trace = tmp_path / "disinusoid_t1_c32.json"  # task 1 sampled again with 32 chains: its rows are recomputed
+    trace.write_text(json.dumps({"sequence": "disinusoid", "task": 1, "chains": 32}))
+    assert hmc_function_space.run_of(rows[1]) == ("disinusoid", 1, 32)
+    assert hmc_function_space.kept_rows(committed, [trace]) == [rows[0], rows[3]]
+    assert hmc_function_space.kept_rows(committed, []) == rows
+    assert hmc_function_space.kept_rows(tmp_path / "absent.json", [trace]) == []
+
+
+def test_the_committed_tables_name_their_runs():
+    for path in (ROOT / "experiments" / "tables").glob("hmc_function_space_*.json"):
+        for r in json.loads(path.read_text()):
+            sequence, task, run_chains = hmc_function_space.run_of(r)
+            assert sequence == r["sequence"] and run_chains >= r["chains"], (path.name, r)
