@@ -11,8 +11,10 @@ unmodified, on them: the paper's settings of `experiments/svi_{ci,di}splitmnist_
 paper's batches, learning rates and coreset), one seed per run. Both codes then train on identical data with the
 paper's settings and differ only in their code and random draws.
 
-A gap is *the data's* when the authors' code lands where bcl does: every authors' seed within bcl's seeds' spread,
-max(3 points, 2 sd of bcl's seeds) of bcl's mean (the ledger's agreement margin). It is *the code's* otherwise.
+A gap is *the data's* when the authors' code lands where bcl does: the mean of the authors' seeds within max(3 points,
+2 sd of bcl's seeds) of bcl's mean, the margin by which the ledger compares bcl's mean with the paper's number. It is
+*the code's* otherwise. Seeds of theirs outside that margin are named beside the verdict. (Until session 28 every
+authors' seed had to lie within the margin; that stricter rule ignored the spread of the authors' own seeds.)
 Nothing is trained here: the script reads the authors' runs and the committed ledger (bcl's cells under the paper's
 epochs). Writes experiments/tables/diagnosis_authors_mnist5k.{md,json}.
 
@@ -69,15 +71,25 @@ def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: 
         last = np.mean([r["accuracy"][-1] for r in records], axis=0) * 100
         ours_last = (np.asarray(cell["test_accuracy_mean"])[-1] * 100).tolist() if cell.get("test_accuracy_mean") else None
         paper = FAA_PUBLISHED[column][method]
-        same = ours is not None and all(abs(x - ours) <= margin for x in theirs)
+        same = ours is not None and abs(float(np.mean(theirs)) - ours) <= margin
+        outside = [r["seed"] for r in records if ours is not None and abs(r["final_average_accuracy"] - ours) > margin]
         out.append({"column": column, "method": method, "data": records[0].get("data"), "paper": paper,
                     "authors_per_seed": theirs, "authors_seeds": [r["seed"] for r in records],
                     "authors_mean": float(np.mean(theirs)), "bcl_mean": ours, "bcl_sd": sd, "bcl_n": cell.get("n"),
                     "margin": margin, "authors_last_row": last.tolist(), "bcl_last_row": ours_last,
-                    "authors_train_s": [r.get("train_s") for r in records],
+                    "authors_train_s": [r.get("train_s") for r in records], "authors_seeds_outside_margin": outside,
                     "verdict": ("the data's" if same else "the code's") if ours is not None else "no bcl cell",
                     "authors_minus_paper": float(np.mean(theirs)) - paper})
     return out
+
+
+def verdict(row: dict) -> str:
+    "The row's verdict, with the authors' seeds that lie outside the margin, if any."
+    outside = row.get("authors_seeds_outside_margin") or []
+    if not outside:
+        return row["verdict"]
+    seeds = ", ".join(str(s) for s in outside)
+    return f"{row['verdict']} (their seed{'s' if len(outside) > 1 else ''} {seeds} outside the ±{row['margin']:.1f} margin)"
 
 
 def markdown(table: list[dict], runs_path: str) -> str:
@@ -92,7 +104,9 @@ def markdown(table: list[dict], runs_path: str) -> str:
              "MNIST-5k from the Fashion-MNIST extractor (`authors_prepped.py --features fashionmnist`, then "
              "`authors_seeds.py --features-prepared --experiment svi_cisplitmnist_fe`): their EMNIST-letters "
              "extractor cannot be built offline. A gap is the data's "
-             "when every authors' seed lies within max(3 points, 2 sd of bcl's seeds) of bcl's mean.", "",
+             "when the mean of the authors' seeds lies within max(3 points, 2 sd of bcl's seeds) of bcl's mean, the "
+             "margin by which the ledger compares bcl's mean with the paper's number; seeds of theirs outside it are "
+             "named beside the verdict.", "",
              "| column | method | paper | bcl (seeds) | the authors' code, per seed | authors − paper | "
              "after the last task, task 1 / … / 5: bcl · authors (%) | gap |",
              "|---|---|---|---|---|---|---|---|"]
@@ -103,7 +117,7 @@ def markdown(table: list[dict], runs_path: str) -> str:
         rows_ = ("–" if r["bcl_last_row"] is None else " / ".join(f"{x:.0f}" for x in r["bcl_last_row"])) \
             + " · " + " / ".join(f"{x:.0f}" for x in r["authors_last_row"])
         lines.append(f"| {label} | {method_info(r['method']).label} | {r['paper']:.2f} | {ours} | {per_seed} | "
-                     f"{r['authors_minus_paper']:+.2f} | {rows_} | {r['verdict']} |")
+                     f"{r['authors_minus_paper']:+.2f} | {rows_} | {verdict(r)} |")
     lines += ["", "Training seconds per authors' run (their code validates on every task after every epoch; 2-core "
               "CPU shared with other jobs): " + "; ".join(
                   f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" for s in r["authors_train_s"] if s)
