@@ -80,11 +80,11 @@ def table(args) -> None:
     from bcl.models import make_model
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
     paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
-    rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", paths)
+    records = [json.loads(path.read_text()) for path in paths]
+    rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", records)
     if rows:
         print(f"kept {len(rows)} rows of the committed table whose traces are not in {FOLDER}", flush=True)
-    for path in paths:
-        record = json.loads(path.read_text())
+    for path, record in zip(paths, records):
         sequence = load_sequence(record["sequence"])
         model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
         unravel = ravel_pytree(model.init(jax.random.key(0)))[1]
@@ -115,15 +115,12 @@ def run_of(row: dict) -> tuple[str, int, int]:
     return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains\)", row["HMC s (run of)"]).group(1))
 
 
-def kept_rows(committed: Path, paths: list[Path]) -> list[dict]:
-    """The rows of the committed table whose trace is not among `paths` (traces live in the git-ignored results
-    folder, which a new checkout lacks): a table rebuilt from the traces at hand keeps what earlier runs measured."""
+def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
+    """The rows of the committed table whose trace is not among the trace `records` at hand (traces live in the
+    git-ignored results folder, which a new checkout lacks): a rebuilt table keeps what earlier runs measured."""
     if not committed.is_file():
         return []
-    present = set()
-    for path in paths:
-        record = json.loads(path.read_text())
-        present.add((record["sequence"], int(record["task"]), int(record["chains"])))
+    present = {(r["sequence"], int(r["task"]), int(r["chains"])) for r in records}
     return [row for row in json.loads(committed.read_text()) if run_of(row) not in present]
 
 

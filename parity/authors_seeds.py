@@ -87,6 +87,19 @@ def seed_experiment(spec: dict, trainers: list[str], seed: int, features_prepare
     return {**{k: v for k, v in spec.items() if k not in dropped}, "trainers": chosen}
 
 
+def features_problem(spec: dict, folder: Path) -> str | None:
+    """Why `folder` cannot stand in for the features of the experiment `spec` (None if it can): it must be bcl's
+    preparation (`BCL_SOURCE`) with the input shape of the experiment's head. Their Dense head would otherwise train
+    without complaint on whatever inputs the folder holds, images included."""
+    if not (folder / "BCL_SOURCE").is_file():
+        return f"{folder} holds no bcl preparation (no BCL_SOURCE)"
+    shape = tomllib.loads((folder / "metadata.toml").read_text())["input_shape"]
+    expected = spec["model"]["spec"]["in_shape"]
+    if list(shape) != list(expected):
+        return f"{folder} holds inputs of shape {shape}, the experiment's head takes {expected}"
+    return None
+
+
 def final_average_accuracy(matrix) -> float:
     "Mean of the last row of a T×T accuracy matrix (fractions), in %."
     last = matrix[-1]
@@ -178,9 +191,11 @@ def main(argv=None) -> int:
     spec = tomllib.loads(path.read_text())
     sequence = spec["task_sequence"]["name"]
     prepared = (repo / "data" / "prepped" / sequence / "metadata.toml").is_file()
-    if args.features_prepared and not (repo / "data" / "prepped" / sequence / "BCL_SOURCE").is_file():
-        _fail(f"--features-prepared: {repo / 'data' / 'prepped' / sequence} holds no bcl features; write them first with "
-              f"`python parity/authors_prepped.py SEQUENCE {repo} --as {sequence} --features PRETRAINING`")
+    if args.features_prepared:
+        problem = features_problem(spec, repo / "data" / "prepped" / sequence)
+        if problem:
+            _fail(f"--features-prepared: {problem}; write the features first with `python parity/authors_prepped.py "
+                  f"SEQUENCE {repo} --as {sequence} --features PRETRAINING`")
     why = check_environment(repo, dataprep=not prepared)
     if why:
         print(f"authors_seeds.py: skipped: {why}.")

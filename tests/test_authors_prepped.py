@@ -68,3 +68,12 @@ def test_features_prepared_leaves_only_the_extractor_out():
     without = {k: v for k, v in spec.items() if k != "feature_extractor"}
     with pytest.raises(SystemExit):  # nothing to leave out: not an *_fe experiment
         authors_seeds.seed_experiment(without, ["b"], 3, features_prepared=True)
+
+
+def test_features_prepared_refuses_a_folder_that_does_not_hold_the_features(tmp_path):
+    import authors_seeds
+    spec = {"model": {"spec": {"in_shape": [64]}}}
+    assert "no bcl preparation" in authors_seeds.features_problem(spec, tmp_path / "cisplitmnist")
+    authors_prepped.write_prepped(small_sequence(), tmp_path / "cisplitmnist")  # images of shape (4, 4, 1)
+    assert "shape [4, 4, 1]" in authors_seeds.features_problem(spec, tmp_path / "cisplitmnist")
+    assert authors_seeds.features_problem({"model": {"spec": {"in_shape": [4, 4, 1]}}}, tmp_path / "cisplitmnist") is None

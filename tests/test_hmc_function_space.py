@@ -18,8 +18,7 @@ def test_rows_of_traces_not_on_disk_are_kept(tmp_path):
     committed = tmp_path / "table.json"
     rows = [row(1, 16, 16), row(1, 16, 32), row(1, 32, 32), row(2, 32, 32)]
     committed.write_text(json.dumps(rows))
-    trace = tmp_path / "disinusoid_t1_c32.json"  # task 1 sampled again with 32 chains: its rows are recomputed
-    trace.write_text(json.dumps({"sequence": "disinusoid", "task": 1, "chains": 32}))
+    trace = {"sequence": "disinusoid", "task": 1, "chains": 32}  # task 1 sampled again with 32 chains: recomputed
     assert hmc_function_space.run_of(rows[1]) == ("disinusoid", 1, 32)
     assert hmc_function_space.kept_rows(committed, [trace]) == [rows[0], rows[3]]
     assert hmc_function_space.kept_rows(committed, []) == rows
