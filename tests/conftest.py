@@ -2,8 +2,28 @@
 
 BCL_TEST_FAILURE_LOG=PATH appends each failing test's report to PATH the moment it ends (xdist workers' reports too),
 so that a run stopped by a timeout still leaves its tracebacks; pytest's own summary comes only at the very end.
+
+On a machine without an NVIDIA GPU, every test process (notebooks, papermill kernels and Dask workers inherit it) runs
+with XLA:CPU's LLVM optimisation off: the tests' programs are small, and optimising them takes longer than it saves
+(`benchmarks/notebook_cells.py` measures a notebook either way). BCL_TEST_XLA_FLAGS replaces these flags; set it
+empty to test the optimised programs that experiments run.
 """
 import os
+import shutil
+
+FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+
+def _test_xla_flags() -> str:
+    if "BCL_TEST_XLA_FLAGS" in os.environ:
+        return os.environ["BCL_TEST_XLA_FLAGS"]
+    return "" if shutil.which("nvidia-smi") else FAST_COMPILE_FLAGS
+
+
+def pytest_configure(config):
+    flags = _test_xla_flags()
+    if flags and flags not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
 
 
 def pytest_runtest_logreport(report):
