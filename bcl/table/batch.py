@@ -363,25 +363,41 @@ def make_client(scheduler: str | None, workers: int | None, slurm_jobs: int | No
     return Client(cluster), ((min(n_gpus, n_workers), n_workers) if n_gpus else None)
 
 # %% ../../nbs/table/64_batch.ipynb #a3243d18
+def _prepared(cells_parameters: list[dict], data_dir: str | None, plugin_folder: str | None = None) -> str | None:
+    "A Dask task: `prepare_task`, returning its error as a line instead of raising (the cells that wait on it then run and record why)."
+    try:
+        prepare_task(cells_parameters, data_dir, plugin_folder)
+    except Exception as error:
+        return f"preparation failed: {type(error).__name__}: {str(error)[:300]}"
+    return None
+
+def _cell_after(preparation: str | None, *args, **kwargs) -> dict:
+    "A Dask task: `run_cell_task` once the preparation it was given (a future, or None) has ended."
+    return run_cell_task(*args, **kwargs)
+
+def _submit(client, todo: list[Cell], data_dir, gpu_share, plugin_folder, loggers) -> list:
+    """Futures of the cells of `todo`. Each extractor's features are prepared by one task that starts first, and only the
+    cells on that extractor wait for it: the other cells run meanwhile."""
+    preparations = {}
+    for group in prepare_groups(todo):  # extractors and features, each pre-trained once (cached under the data folder)
+        future = client.submit(_prepared, group, data_dir, plugin_folder, pure=False, priority=1)
+        future.add_done_callback(lambda f: f.status == "finished" and f.result() and print(f.result(), flush=True))
+        preparations[plan_cell(CellSpec.from_parameters(group[0])).pretraining] = future
+    if preparations:
+        print(f"preparing {len(preparations)} extractors; the cells on their features wait for them", flush=True)
+    # a cell crosses to the workers as its parameters: plain data, which a scheduler without bcl can pass on
+    return [client.submit(_cell_after, preparations.get(c.plan.pretraining), c.spec.parameters(), str(c.folder),
+                          data_dir, gpu_share, plugin_folder, loggers, pure=False,
+                          key=f"cell-{c.spec.column}-{c.spec.method}-{c.hash}") for c in todo]
+
 def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: Path, data_dir, gpu_share,
                     plugin_folder: str | None = None) -> list:
-    "Prepare the extractors, then run the cells and figures as Dask tasks with a progress bar; their outcomes."
+    "Run the cells (after their extractors' preparation) and figures as Dask tasks with a progress bar; their outcomes."
     from distributed import as_completed
     from tqdm.auto import tqdm
-    groups = prepare_groups(todo)
-    if groups:  # extractors and features first, each pre-trained once (cached under the data folder)
-        print(f"preparing {sum(map(len, groups))} feature sequences ({len(groups)} extractors)", flush=True)
-        for future in as_completed([client.submit(prepare_task, g, data_dir, plugin_folder, pure=False) for g in groups]):
-            try:
-                future.result()
-            except Exception as error:  # the cells themselves will fail and record why
-                print(f"preparation failed: {type(error).__name__}: {str(error)[:300]}", flush=True)
     for c in todo:  # a progress file of an earlier run would be read as this one's
         (c.folder / PROGRESS_FILE).unlink(missing_ok=True)
-    # a cell crosses to the workers as its parameters: plain data, which a scheduler without bcl can pass on
-    futures = [client.submit(run_cell_task, c.spec.parameters(), str(c.folder), data_dir, gpu_share, plugin_folder,
-                             getattr(args, "logger", []), pure=False,
-                             key=f"cell-{c.spec.column}-{c.spec.method}-{c.hash}") for c in todo]
+    futures = _submit(client, todo, data_dir, gpu_share, plugin_folder, getattr(args, "logger", []))
     futures += [client.submit(run_visualisation_task, files,
                               str(root / "visualisation" / (Path(files[0]).stem if files else "smoke")), pure=False)
                 for files in visualisations]
