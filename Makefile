@@ -76,11 +76,18 @@ test-slurm: env
 	BCL_TEST_SLURM=1 BCL_SLURM_ACCOUNTING=$(BCL_SLURM_ACCOUNTING) $(BIN)/python -m pytest tests/test_slurm.py -q -rs --durations=10
 
 ## The main job: the paper's visualisation experiment, reduced to fit a few minutes on 2 cores: CI Split 2D Iris with
-## the paper's settings but a 2-chain HMC reference (experiments/params/demo_cisplit2diris.yaml), then DI Sinusoid with a
-## reduced, documented variant (experiments/params/demo_disinusoid.yaml). Figures and tables under results/demo_*/.
+## the paper's settings but a smaller HMC reference (experiments/params/demo_cisplit2diris.yaml), and DI Sinusoid with a
+## reduced, documented variant (experiments/params/demo_disinusoid.yaml), side by side (each run is mostly one thread).
+## Each run's log is printed when it ends (and kept in results/demo_*.log); figures and tables under results/demo_*/.
+DEMO_RUNS := cisplit2diris disinusoid
 demo: env
-	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml experiments/params/demo_cisplit2diris.yaml
-	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml experiments/params/demo_disinusoid.yaml
+	@mkdir -p results; echo "make demo: CI Split 2D Iris and the reduced DI Sinusoid side by side (a few minutes)"; \
+	for run in $(DEMO_RUNS); do \
+	  $(BIN)/python experiments/run_visualisation.py experiments/params/paper_$$run.yaml experiments/params/demo_$$run.yaml \
+	    > results/demo_$$run.log 2>&1 & pids="$$pids $$!"; done; \
+	set -- $$pids; status=0; for run in $(DEMO_RUNS); do pid=$$1; shift; \
+	  wait $$pid || { status=1; echo "make demo: the $$run run failed (results/demo_$$run.log):"; }; \
+	  cat results/demo_$$run.log; done; exit $$status
 
 ## CI Split 2D Iris with the paper's settings and a 32-chain HMC reference (figures/visualisation_cisplit2diris.*;
 ## about an hour on 2 cores, most of it HMC).
