@@ -226,14 +226,14 @@ def prepare_task(cells_parameters: list[dict], data_dir: str | None, plugin_fold
         load_cell_sequence(plan_cell(CellSpec.from_parameters(parameters)), data_dir)
     return ", ".join(f"{p['column']}/{p['method']}" for p in cells_parameters)
 
-def prepare_groups(cells: list[Cell]) -> list[list[dict]]:
-    """One cell per target sequence, grouped by pre-training task (each group is prepared by one task, in order); each
-    cell as its parameters (`CellSpec.parameters`), plain data that a scheduler without bcl can pass on."""
+def prepare_groups(cells: list[Cell]) -> dict:
+    """One cell per target sequence, grouped by pre-training task (each group is prepared by one task, in order): the
+    pre-training task → its cells' parameters (`CellSpec.parameters`), plain data that a scheduler without bcl can pass on."""
     groups: dict[str, dict[str, dict]] = {}
     for cell in cells:
         if cell.plan.pretraining:
             groups.setdefault(cell.plan.pretraining, {}).setdefault(cell.plan.sequence, cell.spec.parameters())
-    return [list(targets.values()) for targets in groups.values()]
+    return {pretraining: list(targets.values()) for pretraining, targets in groups.items()}
 
 # %% ../../nbs/table/64_batch.ipynb #7c1eda4b
 VISUALISATION_RUNS = {"paper": [["paper_cisplit2diris"], ["paper_disinusoid"]],
@@ -372,17 +372,17 @@ def _prepared(cells_parameters: list[dict], data_dir: str | None, plugin_folder:
     return None
 
 def _cell_after(preparation: str | None, *args, **kwargs) -> dict:
-    "A Dask task: `run_cell_task` once the preparation it was given (a future, or None) has ended."
+    "A Dask task: `run_cell_task`; Dask starts it once the preparation future it was submitted with (or None) has ended."
     return run_cell_task(*args, **kwargs)
 
 def _submit(client, todo: list[Cell], data_dir, gpu_share, plugin_folder, loggers) -> list:
     """Futures of the cells of `todo`. Each extractor's features are prepared by one task that starts first, and only the
     cells on that extractor wait for it: the other cells run meanwhile."""
     preparations = {}
-    for group in prepare_groups(todo):  # extractors and features, each pre-trained once (cached under the data folder)
+    for pretraining, group in prepare_groups(todo).items():  # each extractor pre-trained once (cached under the data folder)
         future = client.submit(_prepared, group, data_dir, plugin_folder, pure=False, priority=1)
         future.add_done_callback(lambda f: f.status == "finished" and f.result() and print(f.result(), flush=True))
-        preparations[plan_cell(CellSpec.from_parameters(group[0])).pretraining] = future
+        preparations[pretraining] = future
     if preparations:
         print(f"preparing {len(preparations)} extractors; the cells on their features wait for them", flush=True)
     # a cell crosses to the workers as its parameters: plain data, which a scheduler without bcl can pass on
