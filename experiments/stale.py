@@ -1,20 +1,50 @@
-"""Which committed figures and tables were made by another version of bcl's code (`make stale`).
+"""Which committed figures and tables were made by code that has changed since (`make stale`).
 
 Every result file records the code version that made it (`bcl.provenance.provenance()["bcl_code"]`, a hash of the
 package's computational modules). A table's JSON under experiments/tables/ carries it; a figure carries it through
 the table written with it (figures/visualisation_X.* and hmc_distance_X.* with visualisation_X.json,
 figures/faa_P.* with faa_P.json). A ledger keeps finished cells of earlier runs, so it may record several versions.
-Prints one line per artefact: `current`, `stale` (no recorded version is the current one) or `no provenance`
-(made before result files recorded it). Exit status 0; with --strict, 1 when anything is not current.
+
+A result depends only on the modules its producer runs: `PRODUCERS` names the files that compute each artefact, and
+`module_closure` follows every `bcl` import from them (lazy imports inside functions included, and `bcl.X`
+attribute paths). A recorded version other than the current one is looked up in git history (the commit whose
+`bcl/` hashes to it, as `bcl.provenance.code_version` hashes); the artefact is still current when each module of
+its closure is byte for byte what it was in that version. A version not found in history (a dirty tree) counts as
+changed. So a change to the plotting code leaves the table cells current, and a change to the cell code leaves the
+visualisations current.
+
+Prints one line per artefact: `current`, `stale` (every recorded version differs in a module it uses, which are
+named) or `no provenance` (made before result files recorded it). Exit status 0; with --strict, 1 when anything is
+not current.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import fnmatch
+import hashlib
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# artefact (path under experiments/tables/, first match wins) -> the files that compute it, relative to the root.
+# The visualisation and the table cells run as papermill templates, so the template is named, not the console
+# command that starts it (bcl.cli imports the machinery of all three commands).
+PRODUCERS = (
+    ("visualisation_*.json", ("nbs/90_visualisation.ipynb",)),
+    ("hmc_function_space*.json", ("benchmarks/hmc_function_space.py",)),
+    ("svi/*.json", ("experiments/svi_results.py",)),
+    ("diagnosis_authors_mnist5k.json", ("experiments/diagnose_authors_data.py",)),
+    ("diagnosis_*_mnist5k_fe.json", ("experiments/diagnose_fe_ordering.py",)),
+    ("diagnosis_ewc_*.json", ("experiments/diagnose_ewc_fe.py",)),
+    ("diagnosis_fe_ceiling.json", ("experiments/diagnose_ceiling.py",)),
+    ("faa_*_projection.json", ("experiments/project_table.py",)),
+    ("faa_*.json", ("nbs/91_table_cell.ipynb", "bcl/table/ledger.py")),
+)
 
 
 def recorded_versions(obj) -> set[str]:
@@ -41,14 +71,186 @@ def artefacts(root: Path = ROOT) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def status(record: Path, current: str) -> tuple[str, set[str]]:
-    "('current' | 'stale' | 'no provenance' | 'no table', the versions recorded)."
+def producer_of(record: Path, root: Path = ROOT) -> tuple[str, ...] | None:
+    "The files that compute the table `record`, or None when `PRODUCERS` does not know it (then every module counts)."
+    name = record.relative_to(root / "experiments" / "tables").as_posix()
+    return next((files for pattern, files in PRODUCERS if fnmatch.fnmatch(name, pattern)), None)
+
+
+# --- which bcl modules a file runs ---------------------------------------------------------------------------------
+
+def _source(path: Path) -> str:
+    if path.suffix != ".ipynb":
+        return path.read_text()
+    cells = json.loads(path.read_text())["cells"]
+    lines = [line for c in cells if c["cell_type"] == "code" for line in "".join(c["source"]).splitlines()]
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+
+
+def _module_file(module: str, root: Path) -> Path | None:
+    base = root / Path(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _package_of(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])
+
+
+def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
+    """Dotted names of the modules `path` imports, anywhere in it (lazy imports included), and every `bcl.a.b`
+    attribute path it spells out (`bcl/__init__.py` imports submodules on first attribute access)."""
+    source = _source(path)
+    names: set[str] = set()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = None
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = _package_of(path, root).split(".")
+                    package = package[:len(package) - node.level + 1]
+                    base = ".".join(package + ([base] if base else []))
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names)
+    names.update(m.group(0) for m in re.finditer(r"\bbcl(?:\.[A-Za-z_]\w*)+", source))
+    return names
+
+
+def module_closure(entries, root: Path = ROOT) -> set[str]:
+    """Paths under bcl/ (relative to it) of every module that running `entries` (files relative to `root`) imports,
+    following imports through bcl/ and through the project's own scripts (experiments/, benchmarks/)."""
+    import_names = set(_bcl_api_names(root))
+    seen: set[Path] = set()
+    todo = [root / entry for entry in entries]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        if path == root / "bcl" / "__init__.py":
+            continue  # only lazy imports, reached through the attribute paths found in each file
+        for name in imported_modules(path, root):
+            parts = name.split(".")
+            if parts[0] == "bcl":
+                if len(parts) == 2 and parts[1] in import_names:
+                    parts = ["bcl", "api"]
+                for depth in range(1, len(parts) + 1):  # importing bcl.a.b runs bcl/__init__, bcl/a/__init__, bcl/a/b
+                    found = _module_file(".".join(parts[:depth]), root)
+                    if found is not None:
+                        todo.append(found)
+            else:  # a helper script beside the file, e.g. experiments/common.py
+                for folder in (path.parent, root):
+                    found = _module_file(name, folder) if folder != root or parts[0] in ("experiments", "benchmarks") else None
+                    if found is not None and found.is_relative_to(root):
+                        todo.append(found)
+    package = root / "bcl"
+    return {p.relative_to(package).as_posix() for p in seen if p.is_relative_to(package)}
+
+
+def _bcl_api_names(root: Path) -> list[str]:
+    "The names `bcl/__init__.py` hands to `bcl.api` (its `__all__`)."
+    init = root / "bcl" / "__init__.py"
+    match = re.search(r"__all__\s*=\s*\[([^\]]*)\]", init.read_text()) if init.exists() else None
+    return re.findall(r"[\"'](\w+)[\"']", match.group(1)) if match else []
+
+
+# --- code versions: the current tree and git history ----------------------------------------------------------------
+
+def blob_id(data: bytes) -> str:
+    "Git's id of a file with contents `data`."
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def tree_version(files: dict[str, bytes], outside: tuple[str, ...]) -> str:
+    "`bcl.provenance.code_version` of a package whose `*.py` files are `files` (path under bcl/ -> contents)."
+    digest = hashlib.sha256()
+    for name in sorted(n for n in files if n not in outside):
+        digest.update(name.encode() + b"\0")
+        digest.update(files[name] + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def working_modules(root: Path = ROOT) -> dict[str, bytes]:
+    "Every `*.py` file under bcl/ in the working tree (path under bcl/ -> contents)."
+    package = root / "bcl"
+    return {p.relative_to(package).as_posix(): p.read_bytes() for p in package.rglob("*.py")
+            if "__pycache__" not in p.parts}
+
+
+def _git(root: Path, *args: str, data: bytes | None = None) -> bytes:
+    return subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True, check=True).stdout
+
+
+def history_versions(wanted: set[str], outside: tuple[str, ...], root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Code version -> {path under bcl/: blob id} for each version in `wanted` that a commit's bcl/ hashes to,
+    searching the commits that changed bcl/, newest first. Versions not found are left out."""
+    found: dict[str, dict[str, str]] = {}
+    try:
+        commits = _git(root, "log", "--format=%H", "--", "bcl").decode().split()
+    except (OSError, subprocess.CalledProcessError):
+        return found
+    contents: dict[str, bytes] = {}
+    for commit in commits:
+        if not wanted - set(found):
+            break
+        listing = {}
+        for line in _git(root, "ls-tree", "-r", commit, "--", "bcl").decode().splitlines():
+            meta, path = line.split("\t", 1)
+            if path.endswith(".py") and "__pycache__" not in path:
+                listing[path[len("bcl/"):]] = meta.split()[2]
+        missing = sorted(set(listing.values()) - set(contents))
+        if missing:
+            out = _git(root, "cat-file", "--batch", data="".join(f"{b}\n" for b in missing).encode())
+            position = 0
+            for blob in missing:
+                header_end = out.index(b"\n", position)
+                size = int(out[position:header_end].split()[2])
+                contents[blob] = out[header_end + 1:header_end + 1 + size]
+                position = header_end + 1 + size + 1
+        version = tree_version({path: contents[blob] for path, blob in listing.items()}, outside)
+        if version in wanted:
+            found.setdefault(version, listing)
+    return found
+
+
+# --- judging an artefact ---------------------------------------------------------------------------------------------
+
+def changed_modules(closure: set[str] | None, then: dict[str, str], now: dict[str, str]) -> list[str]:
+    "Modules of `closure` (None: all) whose blob differs between two versions ({path: blob id}; absent counts)."
+    names = set(then) | set(now) if closure is None else closure
+    return sorted(n for n in names if then.get(n) != now.get(n))
+
+
+def status(record: Path, current: str, closure: set[str] | None = None, known: dict | None = None,
+           now: dict[str, str] | None = None) -> tuple[str, set[str], list[str]]:
+    """('current' | 'stale' | 'no provenance' | 'no table', the versions recorded, the modules that changed).
+    A recorded version other than `current` still counts as current when `known` maps it to its modules and none
+    of `closure` differs from `now`."""
     if not record.exists():
-        return "no table", set()
+        return "no table", set(), []
     versions = recorded_versions(json.loads(record.read_text()))
     if not versions:
-        return "no provenance", versions
-    return ("current" if current in versions else "stale"), versions
+        return "no provenance", versions, []
+    if current in versions:
+        return "current", versions, []
+    differences = []
+    for version in sorted(versions):
+        if known is not None and now is not None and version in known:
+            differ = changed_modules(closure, known[version], now)
+            if not differ:
+                return "current", versions, []
+            differences.append(differ)
+    changes = min(differences, key=len) if differences else ["(version not in git history)"]
+    return "stale", versions, changes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,14 +258,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when an artefact is not current")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from bcl.provenance import code_version
+    from bcl.provenance import OUTSIDE_COMPUTATION, code_version
     current = code_version()
+    files = working_modules()
+    assert tree_version(files, OUTSIDE_COMPUTATION) == current, "stale.tree_version disagrees with code_version"
+    now = {name: blob_id(data) for name, data in files.items() if name not in OUTSIDE_COMPUTATION}
+    pairs = artefacts()
+    recorded = set()
+    for _, record in pairs:
+        if record.exists():
+            recorded |= recorded_versions(json.loads(record.read_text()))
+    known = history_versions(recorded - {current}, OUTSIDE_COMPUTATION)
+    known = {v: {n: b for n, b in m.items() if n not in OUTSIDE_COMPUTATION} for v, m in known.items()}
     print(f"current code version {current}")
     counts: dict[str, int] = {}
-    for artefact, record in artefacts():
-        state, versions = status(record, current)
+    closures: dict[tuple, set[str] | None] = {}
+    for artefact, record in pairs:
+        entries = producer_of(record) if record.exists() else None
+        if entries not in closures:
+            closures[entries] = None if entries is None else module_closure(entries) - set(OUTSIDE_COMPUTATION)
+        state, versions, changes = status(record, current, closures[entries], known, now)
         counts[state] = counts.get(state, 0) + 1
-        made = f" (made by {', '.join(sorted(versions))})" if versions and state != "current" else ""
+        made = ""
+        if versions and current not in versions:
+            shown = sorted(versions)
+            made = f" (made by {', '.join(shown[:3])}{f' and {len(shown) - 3} more' if len(shown) > 3 else ''}"
+            made += f"; changed since: {', '.join(changes[:6])}{' …' if len(changes) > 6 else ''})" if changes else \
+                "; the modules it uses are unchanged)"
         via = "" if artefact == record else f" via {record.relative_to(ROOT)}"
         print(f"{state:<14} {artefact.relative_to(ROOT)}{via}{made}")
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))

@@ -26,3 +26,46 @@ def test_each_artefact_is_judged_by_its_table(tmp_path):
     assert found == {"visualisation_iris.json": "stale", "faa_offline.json": "current", "legacy.json": "no provenance",
                      "visualisation_iris.png": "stale", "hmc_distance_iris.png": "stale", "faa_offline.png": "current",
                      "orphan.png": "no table"}
+
+
+def test_a_producer_runs_the_modules_it_imports_and_no_others():
+    svi = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/svi/disinusoid.json"))
+    assert {"vi/svi.py", "vi/mixture.py", "engine/train.py", "core.py"} <= svi  # through experiments/common.py too
+    assert not {"figure/report.py", "methods/hmc.py", "table/cell.py"} & svi
+    visualisation = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/visualisation_x.json"))
+    assert {"figure/report.py", "methods/hmc.py", "vi/svi.py"} <= visualisation
+    assert "table/cell.py" not in visualisation
+    assert stale.producer_of(stale.ROOT / "experiments/tables/unknown.json") is None
+
+
+def test_the_version_hash_is_the_one_provenance_records():
+    from bcl.provenance import OUTSIDE_COMPUTATION, code_version
+    assert stale.tree_version(stale.working_modules(), OUTSIDE_COMPUTATION) == code_version()
+
+
+def _commit(repo, files):
+    import subprocess
+    for name, text in files.items():
+        (repo / "bcl" / name).write_text(text)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"],
+                   check=True)
+    return stale.tree_version({n: (repo / "bcl" / n).read_bytes() for n in sorted(files)}, ())
+
+
+def test_an_older_version_is_current_where_the_modules_it_uses_are_unchanged(tmp_path):
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "bcl").mkdir()
+    old = _commit(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n"})
+    new = _commit(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 2\n"})
+    known = stale.history_versions({old, "dirty"}, (), tmp_path)
+    assert set(known) == {old}
+    now = {n: stale.blob_id((tmp_path / "bcl" / n).read_bytes()) for n in ("a.py", "b.py")}
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"provenance": {"bcl_code": old}}))
+    assert stale.status(record, new, {"a.py"}, known, now)[0] == "current"
+    assert stale.status(record, new, {"a.py", "b.py"}, known, now)[::2] == ("stale", ["b.py"])
+    assert stale.status(record, new, None, known, now)[::2] == ("stale", ["b.py"])
+    record.write_text(json.dumps({"provenance": {"bcl_code": "dirty"}}))
+    assert stale.status(record, new, {"a.py"}, known, now)[0] == "stale"
