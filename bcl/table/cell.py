@@ -54,7 +54,11 @@ def load_cell_sequence(plan: CellPlan, data_dir: str | None = None, progress: bo
     features_dir = None if data_dir is None else Path(data_dir) / "features"
     if plan.pretraining is None:
         return _load(plan, data_dir, names, lambda: load_sequence(plan.sequence, data_dir))
-    return _load(plan, data_dir, names, lambda: feature_sequence(plan.sequence, _pretraining(plan), cache_dir=features_dir,
+    small = plan.profile.small
+    # on mock data the target is cut to the small run's points before its features are extracted, not after
+    target = (lambda: plan.sequence) if small is None else (
+        lambda: shrink_sequence(load_sequence(plan.sequence, data_dir), small.points))
+    return _load(plan, data_dir, names, lambda: feature_sequence(target(), _pretraining(plan), cache_dir=features_dir,
                                                                  data_dir=data_dir, progress=progress))
 
 # %% ../../nbs/table/61_cell.ipynb #6c55218b
