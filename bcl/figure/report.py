@@ -18,7 +18,7 @@ from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, METHOD_LABELS
 
 # %% auto #0
 __all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers',
-           'draw_visualisation', 'label_points', 'draw_distances', 'unconverged_tasks', 'summary_rows', 'distance_rows',
+           'draw_visualisation', 'label_points', 'unconverged_tasks', 'draw_distances', 'summary_rows', 'distance_rows',
            'hmc_rows', 'markdown_table', 'write_report']
 
 # %% ../../nbs/figure/51_report.ipynb #c22a381b
@@ -192,10 +192,17 @@ def label_points(ax, points, fontsize: float = 6) -> list:
         labels.append(label)
     return labels
 
+def unconverged_tasks(numbers: dict) -> list[int]:
+    "Tasks (1-based) after which the HMC reference misses the function-space thresholds or was not judged; [] without HMC."
+    entry = numbers["methods"].get("hmc") or {}
+    return [d["task"] for d in (entry.get("hmc") or {}).get("per_task", [])
+            if not (d.get("function_space") or {}).get("converged", False)]
+
 def draw_distances(numbers: dict):
-    "Mean TV distance to HMC after each task (left) and final average accuracy against final TV (right)."
+    "Mean TV distance to HMC after each task (left) and final average accuracy against final TV (right); a † marks the tasks whose HMC reference is unconverged."
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+    marked = set(unconverged_tasks(numbers))  # tasks whose HMC reference is unconverged get a †
     colours = iter(plt.get_cmap("tab20").colors)
     points = []  # (final TV, final accuracy, label) for the scatter's labels
     for name, entry in numbers["methods"].items():
@@ -207,28 +214,28 @@ def draw_distances(numbers: dict):
         style = {"function": "-", "parameter": "--"}.get(space, ":")
         colour = next(colours)
         left.plot(tasks, distance["tv"], style, marker="o", ms=3, color=colour, label=METHOD_LABELS.get(name, name))
-        left.set_xticks(tasks)
+        left.set_xticks(tasks, [f"{t} †" if t in marked else str(t) for t in tasks])
         accuracy = entry["final_average_accuracy"]["mean"]
         right.scatter(distance["tv"][-1], accuracy, s=12, color=colour)
         points.append((distance["tv"][-1], accuracy, METHOD_LABELS.get(name, name)))
     left.set_xlabel("after task")
     left.set_ylabel("mean TV distance to HMC-NUTS")
-    fig.legend(*left.get_legend_handles_labels(), loc="lower center", fontsize=6, ncol=7, frameon=False)
-    right.set_xlabel("mean TV distance to HMC-NUTS after the last task")
+    bottom = 0.24 if marked else 0.14  # room for the legend, and the † note under it
+    fig.legend(*left.get_legend_handles_labels(), loc="lower center", fontsize=6, ncol=7, frameon=False,
+               bbox_to_anchor=(0.5, bottom - 0.14))
+    if marked:
+        fig.text(0.5, 0.005, UNCONVERGED_NOTE, ha="center", va="bottom", fontsize=6, wrap=True)
+    last = max((len(e["distance_to_hmc"]["tv"]) for e in numbers["methods"].values() if e.get("distance_to_hmc")),
+               default=0)
+    right.set_xlabel("mean TV distance to HMC-NUTS after the last task" + (" †" if last in marked else ""))
     right.set_ylabel("final average accuracy (%)")
     fig.suptitle(f"{SEQUENCE_TITLES.get(numbers['sequence'], numbers['sequence'])}: distance to HMC-NUTS "
                  "(solid S-FSVI, dashed VCL, dotted MAP)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     label_points(right, points)
     return fig
 
 # %% ../../nbs/figure/51_report.ipynb #a37ac465
-def unconverged_tasks(numbers: dict) -> list[int]:
-    "Tasks (1-based) after which the HMC reference misses the function-space thresholds or was not judged; [] without HMC."
-    entry = numbers["methods"].get("hmc") or {}
-    return [d["task"] for d in (entry.get("hmc") or {}).get("per_task", [])
-            if not (d.get("function_space") or {}).get("converged", False)]
-
 def summary_rows(numbers: dict) -> list[dict]:
     "One row per method: final average accuracy (mean ± std over seeds), the authors' number, TV and KL to HMC."
     authors = AUTHORS_CODE_ACCURACY.get(numbers["sequence"], {})

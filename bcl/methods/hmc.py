@@ -5,6 +5,7 @@
 # %% ../../nbs/methods/41_hmc.ipynb #0ef4877a
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -359,6 +360,12 @@ def predictive_draws(positions, model: Model, xs, likelihood: str) -> jax.Array:
     one = lambda params: predict_probabilities(model.apply(params, jnp.asarray(xs, jnp.float32)), likelihood)
     return jax.vmap(jax.vmap(one))(positions)
 
+@functools.partial(jax.jit, static_argnames=("model", "likelihood"))
+def _predictive_diagnostics(positions, xs, model: Model, likelihood: str):
+    "(R̂, bulk ESS) at `xs`, compiled once per model, likelihood and shapes (shared by all tasks and blocks)."
+    draws = predictive_draws(positions, model, xs, likelihood)
+    return rank_rhat(draws), bulk_ess(draws)
+
 def predictive_convergence(positions, model: Model, xs, likelihood: str, *,
                            block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     "Rank-normalised split R̂ and bulk ESS (n, C) of the predictive probabilities at `xs` over trace positions."
@@ -369,11 +376,10 @@ def predictive_convergence(positions, model: Model, xs, likelihood: str, *,
         raise ValueError("positions must be a trace whose leaves share leading axes (n_chains, n_draws), e.g. "
                          "HMCResult.trace.position from hmc_sample(..., keep_trace=True).")
     _check_chains(jnp.zeros(next(iter(shape))))
-    diagnose = jax.jit(lambda pos, x: (lambda d: (rank_rhat(d), bulk_ess(d)))(predictive_draws(pos, model, x,
-                                                                                               likelihood)))
     n, block = len(xs), min(block, len(xs))
     padded = np.concatenate([xs, np.repeat(xs[-1:], -n % block, axis=0)])  # one block shape, one compilation
-    pieces = [diagnose(positions, padded[i:i + block]) for i in range(0, len(padded), block)]
+    pieces = [_predictive_diagnostics(positions, padded[i:i + block], model, likelihood)
+              for i in range(0, len(padded), block)]
     return tuple(np.concatenate([np.asarray(p[j]) for p in pieces])[:n] for j in (0, 1))
 
 def convergence_summary(rhat, ess, rhat_threshold: float = RHAT_THRESHOLD, ess_threshold: float = ESS_THRESHOLD) -> dict:
