@@ -96,8 +96,8 @@ def _module_file(module: str, root: Path) -> Path | None:
 
 
 def _package_of(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])
+    "The package a module file sits in (bcl/table/cell.py and bcl/table/__init__.py: bcl.table)."
+    return ".".join(path.relative_to(root).parts[:-1])
 
 
 def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
@@ -128,7 +128,7 @@ def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
 def module_closure(entries, root: Path = ROOT) -> set[str]:
     """Paths under bcl/ (relative to it) of every module that running `entries` (files relative to `root`) imports,
     following imports through bcl/ and through the project's own scripts (experiments/, benchmarks/)."""
-    import_names = set(_bcl_api_names(root))
+    api_names = set(_bcl_api_names(root))
     seen: set[Path] = set()
     todo = [root / entry for entry in entries]
     while todo:
@@ -141,17 +141,14 @@ def module_closure(entries, root: Path = ROOT) -> set[str]:
         for name in imported_modules(path, root):
             parts = name.split(".")
             if parts[0] == "bcl":
-                if len(parts) == 2 and parts[1] in import_names:
+                if len(parts) == 2 and parts[1] in api_names:  # bcl.train etc. come from bcl.api
                     parts = ["bcl", "api"]
                 for depth in range(1, len(parts) + 1):  # importing bcl.a.b runs bcl/__init__, bcl/a/__init__, bcl/a/b
                     found = _module_file(".".join(parts[:depth]), root)
                     if found is not None:
                         todo.append(found)
-            else:  # a helper script beside the file, e.g. experiments/common.py
-                for folder in (path.parent, root):
-                    found = _module_file(name, folder) if folder != root or parts[0] in ("experiments", "benchmarks") else None
-                    if found is not None and found.is_relative_to(root):
-                        todo.append(found)
+            else:  # the project's own helpers: `common` beside the script, or `experiments.common` from the root
+                todo += [f for f in (_module_file(name, path.parent), _module_file(name, root)) if f is not None]
     package = root / "bcl"
     return {p.relative_to(package).as_posix() for p in seen if p.is_relative_to(package)}
 

@@ -27,7 +27,8 @@ def python(code: str, flags: str | None = None):
 def test_a_large_batched_reduction_is_right_after_import_bcl():
     done = python(LAST_ROW)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert float(done.stdout.split()[-1]) == 32_768.0 ** 2, done.stdout
+    last = float(done.stdout.split()[-1])  # exact in float32; the defect is off by 2·10⁶ (0.2 %)
+    assert abs(last - 32_768.0 ** 2) <= 1e-6 * 32_768.0 ** 2, done.stdout
 
 
 def test_the_flag_is_added_to_the_users_flags_and_a_users_choice_is_kept():
