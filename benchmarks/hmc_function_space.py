@@ -4,7 +4,7 @@ Two steps:
 
 1. `sample`: joint HMC-NUTS after one task of a visualisation sequence with the paper's settings (1000 warm-up
    steps of window adaptation, 100 NUTS steps kept per chain) and `--chains` chains (a vmap axis, sharded over the
-   host devices), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337, the same key at every
+   host devices; with `--in-turn` each device runs its chains one after the other, `vectorise_chains=False`), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337, the same key at every
    task). Saves the sampling phase's trace of positions (chains, draws, ...) and the wall/CPU seconds to
    `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
 2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
@@ -54,13 +54,15 @@ def sample(args) -> None:
     load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
     (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
                               num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              devices=parallel_chain_devices(args.chains), progress=False)
+                              devices=parallel_chain_devices(args.chains), vectorise_chains=not args.in_turn,
+                              progress=False)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
     np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
-    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "warmup": args.warmup,
+    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": args.in_turn,
+              "warmup": args.warmup,
               "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
               "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
               "cpu_s": cpu, "load_before": load_before, "load_after": os.getloadavg(),
@@ -101,7 +103,8 @@ def table(args) -> None:
                          "min bulk ESS": round(d["min_ess_bulk"], 1),
                          "converged": "yes" if d["converged"] else "no",
                          "scalars over R̂ / under ESS": f"{d['n_rhat_over']} / {d['n_ess_under']} of {d['n_scalars']}",
-                         "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains)",
+                         "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains"
+                                           f"{', in turn' if record.get('in_turn') else ''})",
                          "load (1 min) before/after": f"{record['load_before'][0]:.1f}/{record['load_after'][0]:.1f}",
                          "parameter max R̂": round(record["parameter_space"]["max_rank_rhat"], 3),
                          # the code that sampled the trace (`make stale`); traces saved before it was recorded: None
@@ -112,7 +115,7 @@ def table(args) -> None:
 
 def run_of(row: dict) -> tuple[str, int, int]:
     "(sequence, task, chains of the run) of a table row: the trace it was computed from."
-    return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains\)", row["HMC s (run of)"]).group(1))
+    return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
 
 
 def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
@@ -137,8 +140,9 @@ def _write_table(args, stem, rows) -> None:
               "folded, Vehtari et al. 2021) of the predictive probabilities, maximised over the test points, "
               f"the {args.grid_resolution}² plotting-grid points and the classes; min bulk ESS: the smallest bulk "
               "ESS over the same. Thresholds: R̂ ≤ 1.01 and bulk ESS ≥ 400. Rows with fewer chains than the run use "
-              "its first chains. Seconds are the wall time of the run (compilation included) on a 2-core CPU "
-              "shared with other jobs (the load column).\n\n")
+              "its first chains. Seconds are the wall time of the run (compilation included; \"in turn\": each "
+              "device ran its chains one after the other instead of vmapped) on a 2-core CPU shared with other "
+              "jobs (the load column).\n\n")
     atomic_write_bytes(ROOT / "experiments" / "tables" / f"{stem}.md", (header + markdown_table(rows)).encode())
     atomic_write_json(ROOT / "experiments" / "tables" / f"{stem}.json", rows)
 
@@ -153,6 +157,9 @@ def main() -> None:
     s.add_argument("--warmup", type=int, default=1000)
     s.add_argument("--samples", type=int, default=100)
     s.add_argument("--seed", type=int, default=1337)
+    s.add_argument("--in-turn", action="store_true", help="run each device's chains one after the other (lax.map) "
+                   "instead of vmapped: a vmapped NUTS step waits for the longest trajectory among its chains, and "
+                   "on a CPU with a thousand data points the vmapped gradient saves nothing")
     t = sub.add_parser("table")
     t.add_argument("--grid-resolution", type=int, default=100)
     t.add_argument("--sequence", choices=["cisplit2diris", "disinusoid"], help="only this sequence's runs, to "

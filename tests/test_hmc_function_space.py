@@ -25,6 +25,11 @@ def test_rows_of_traces_not_on_disk_are_kept(tmp_path):
     assert hmc_function_space.kept_rows(tmp_path / "absent.json", [trace]) == []
 
 
+def test_a_run_with_its_chains_in_turn_is_named_by_its_chain_count():
+    in_turn = {**row(4, 16, 32), "HMC s (run of)": "3000 (32 chains, in turn)"}
+    assert hmc_function_space.run_of(in_turn) == ("disinusoid", 4, 32)
+
+
 def test_the_committed_tables_name_their_runs():
     for path in (ROOT / "experiments" / "tables").glob("hmc_function_space_*.json"):
         for r in json.loads(path.read_text()):
