@@ -3,10 +3,11 @@
 Two steps:
 
 1. `sample`: joint HMC-NUTS after one task of a visualisation sequence with the paper's settings (1000 warm-up
-   steps of window adaptation, 100 NUTS steps kept per chain) and `--chains` chains (a vmap axis, sharded over the
-   host devices; with `--in-turn` each device runs its chains one after the other, `vectorise_chains=False`), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337, the same key at every
-   task). Saves the sampling phase's trace of positions (chains, draws, ...) and the wall/CPU seconds to
-   `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
+   steps of window adaptation, 100 NUTS steps kept per chain) and `--chains` chains (sharded over the host devices;
+   each device runs its chains one after the other on a CPU and vmapped on an accelerator, unless `--vmap` or
+   `--in-turn` says otherwise), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337,
+   the same key at every task). Saves the sampling phase's trace of positions (chains, draws, ...) and the
+   wall/CPU seconds to `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
 2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
    chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
    function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
@@ -46,22 +47,23 @@ def sample(args) -> None:
     import numpy as np
     from bcl.core import atomic_write_json
     from bcl.data.sequences import load_sequence
-    from bcl.methods.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info
+    from bcl.methods.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info, vectorised_chains
     from bcl.models import make_model
     from bcl.provenance import provenance
     sequence = load_sequence(args.sequence)
     model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
     load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
+    devices = parallel_chain_devices(args.chains)
+    in_turn = not vectorised_chains(args.vectorise, devices)
     (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
                               num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              devices=parallel_chain_devices(args.chains), vectorise_chains=not args.in_turn,
-                              progress=False)
+                              devices=devices, vectorise_chains=not in_turn, progress=False)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
     np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
-    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": args.in_turn,
+    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": in_turn,
               "warmup": args.warmup,
               "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
               "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
@@ -157,9 +159,11 @@ def main() -> None:
     s.add_argument("--warmup", type=int, default=1000)
     s.add_argument("--samples", type=int, default=100)
     s.add_argument("--seed", type=int, default=1337)
-    s.add_argument("--in-turn", action="store_true", help="run each device's chains one after the other (lax.map) "
-                   "instead of vmapped: a vmapped NUTS step waits for the longest trajectory among its chains, and "
-                   "on a CPU with a thousand data points the vmapped gradient saves nothing")
+    how = s.add_mutually_exclusive_group()
+    how.add_argument("--in-turn", dest="vectorise", action="store_const", const=False,
+                     help="run each device's chains one after the other (lax.map; the default on a CPU)")
+    how.add_argument("--vmap", dest="vectorise", action="store_const", const=True,
+                     help="vmap each device's chains (the default on an accelerator)")
     t = sub.add_parser("table")
     t.add_argument("--grid-resolution", type=int, default=100)
     t.add_argument("--sequence", choices=["cisplit2diris", "disinusoid"], help="only this sequence's runs, to "

@@ -24,10 +24,10 @@ from ..engine.train import nll_sum, predict_probabilities
 # %% auto #0
 __all__ = ['RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior',
            'joint_log_density', 'split_rhat', 'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain',
-           'HMCInfo', 'HMCResult', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices', 'hmc_sample',
-           'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise', 'rank_rhat',
-           'bulk_ess', 'predictive_draws', 'predictive_convergence', 'convergence_summary', 'HMCTaskResult',
-           'run_hmc_sequence', 'sequence_test_accuracies']
+           'HMCInfo', 'HMCResult', 'vectorised_chains', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices',
+           'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise',
+           'rank_rhat', 'bulk_ess', 'predictive_draws', 'predictive_convergence', 'convergence_summary',
+           'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../../nbs/methods/41_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -192,16 +192,24 @@ def _diagnostics(positions, num_samples):
     return (unravel(split_rhat(flat)), unravel(effective_sample_size(flat)),
             unravel(blackjax.diagnostics.rhat(flat)), unravel(blackjax.diagnostics.ess_bulk(flat)))
 
+def vectorised_chains(vectorise_chains: bool | None, devices: Sequence | None = None) -> bool:
+    "Whether the chains of a device are `vmap`ped: as asked, or (None) on an accelerator but not on a CPU."
+    if vectorise_chains is not None:
+        return bool(vectorise_chains)
+    platform = devices[0].platform if devices else jax.default_backend()
+    return platform != "cpu"
+
 def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: int = 100,
                 max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-                devices: Sequence | None = None, vectorise_chains: bool = True) -> Callable:
+                devices: Sequence | None = None, vectorise_chains: bool | None = None) -> Callable:
     "A jittable `(key, initial_positions, data) -> (samples, HMCInfo, ChainTrace)` for `log_density(params, data)`."
-    # vectorise_chains: vmap the chains of a device (True) or run them in turn with lax.map (False).
+    # vectorise_chains: vmap the chains of a device (True), run them in turn with lax.map (False), or None: by platform.
     _check_settings(num_warmup, num_samples, max_num_doublings, target_acceptance_rate)
     if devices is not None:
         devices = list(devices)
         if not devices:
             raise ValueError("devices is empty; pass None to use the default device, or a list such as jax.devices().")
+    vectorise = vectorised_chains(vectorise_chains, devices)
 
     def sample(key, initial_positions, data):
         logdensity_fn = lambda params: log_density(params, data)
@@ -215,7 +223,7 @@ def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: i
             return final.position, step_size, imm, n_warm_div, trace
 
         n_chains = jax.tree.leaves(initial_positions)[0].shape[0]
-        chains = jax.vmap(one_chain) if vectorise_chains else \
+        chains = jax.vmap(one_chain) if vectorise else \
             (lambda keys, positions: jax.lax.map(lambda pair: one_chain(*pair), (keys, positions)))
         if devices is not None:
             if n_chains % len(devices):
@@ -260,7 +268,7 @@ def _check_initial(log_density, initial_positions, data) -> None:
 
 def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, data=None, num_warmup: int = 1000,
                num_samples: int = 100, max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-               devices: Sequence | None = None, vectorise_chains: bool = True, keep_trace: bool = False,
+               devices: Sequence | None = None, vectorise_chains: bool | None = None, keep_trace: bool = False,
                compiled: Callable | None = None) -> HMCResult:
     """One adapted NUTS chain per initial position (leading axis); `logdensity_fn(params)`, or `(params, data)` with
     `data`. 12 parameters: the target (key, logdensity_fn, initial_positions, data), NUTS's four settings as blackjax
@@ -405,7 +413,7 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
                      n_chains: int = 64, num_warmup: int = 1000, num_samples: int = 100, *,
                      max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
                      tasks: Sequence[int] | None = None, fold_in_task: bool = False, pad: bool | None = None,
-                     devices: Sequence | None = None, vectorise_chains: bool = True,
+                     devices: Sequence | None = None, vectorise_chains: bool | None = None,
                      keep_trace: bool = False, progress: bool = True) -> list[HMCTaskResult]:
     """Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`): a list of `HMCTaskResult`.
     16 parameters: the posterior (key, model, sequence, precision), the chains (n_chains and `hmc_sample`'s NUTS
