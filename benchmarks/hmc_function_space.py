@@ -15,9 +15,14 @@ Two steps:
    to `experiments/tables/hmc_function_space_<sequence>.md` and `.json` (`hmc_function_space.md` without `--sequence`).
    Rows of the committed table whose trace is not on disk (a new checkout has none) are kept as they are.
 
+3. `gradient`: what `vmap` buys a NUTS step on this device: the seconds per gradient of the joint log posterior
+   after each task, for one chain and for `--chains` chains vmapped (200 gradient steps in one compiled loop each,
+   one device), and their ratio (a ratio near the chain count: batching saves nothing).
+
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
     python benchmarks/hmc_function_space.py table
+    python benchmarks/hmc_function_space.py gradient --chains 16
 """
 from __future__ import annotations
 
@@ -115,6 +120,38 @@ def table(args) -> None:
             _write_table(args, stem, rows)
 
 
+def gradient(args) -> None:
+    import jax
+    import jax.numpy as jnp
+    from bcl.data.sequences import load_sequence
+    from bcl.methods.hmc import hmc_initial_positions, joint_log_posterior, joint_training_data
+    from bcl.models import make_model
+    steps = 200
+
+    def per_gradient(program, position) -> float:
+        jax.block_until_ready(program(position))  # compile and warm
+        start = time.perf_counter()
+        for _ in range(3):
+            jax.block_until_ready(program(position))
+        return (time.perf_counter() - start) / 3 / steps
+
+    print(f"device {jax.devices()[0]}, load {os.getloadavg()[0]:.1f}", flush=True)
+    for name in args.sequences:
+        sequence = load_sequence(name)
+        model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+        log_posterior = joint_log_posterior(model.apply, sequence.likelihood)
+        positions = hmc_initial_positions(jax.random.key(0), model, args.chains)
+        for t in range(1, len(sequence) + 1):
+            data = tuple(jnp.asarray(a) for a in joint_training_data(sequence, t))
+            grad = jax.grad(lambda p: log_posterior(p, data))
+            nudge = lambda i, q: jax.tree.map(lambda a, g: a + 1e-6 * g, q, grad(q))
+            walk = lambda p: jax.lax.fori_loop(0, steps, nudge, p)
+            one = per_gradient(jax.jit(walk), jax.tree.map(lambda a: a[0], positions))
+            batched = per_gradient(jax.jit(jax.vmap(walk)), positions)
+            print(f"{name} task {t} ({len(data[0])} points): one chain {one * 1e6:.0f} µs a gradient, {args.chains} "
+                  f"vmapped {batched * 1e6:.0f} µs = {batched / one:.1f} times one chain", flush=True)
+
+
 def run_of(row: dict) -> tuple[str, int, int]:
     "(sequence, task, chains of the run) of a table row: the trace it was computed from."
     return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
@@ -169,8 +206,11 @@ def main() -> None:
     t.add_argument("--sequence", choices=["cisplit2diris", "disinusoid"], help="only this sequence's runs, to "
                    "experiments/tables/hmc_function_space_<sequence>.md/.json")
     t.add_argument("--counts", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64], help="chain counts to judge")
+    g = sub.add_parser("gradient")
+    g.add_argument("--sequences", nargs="+", default=["cisplit2diris", "disinusoid"])
+    g.add_argument("--chains", type=int, default=16)
     args = parser.parse_args()
-    (sample if args.command == "sample" else table)(args)
+    {"sample": sample, "table": table, "gradient": gradient}[args.command](args)
 
 
 if __name__ == "__main__":
