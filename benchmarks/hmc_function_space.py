@@ -59,18 +59,17 @@ def sample(args) -> None:
     model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
     load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
     devices = parallel_chain_devices(args.chains)
-    in_turn = not vectorised_chains(args.vectorise, devices)
+    vectorise = vectorised_chains(args.vectorise, devices)  # --vmap, --in-turn, else by platform
     (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
                               num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              devices=devices, vectorise_chains=not in_turn, progress=False)
+                              devices=devices, vectorise_chains=vectorise, progress=False)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
     np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
-    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": in_turn,
-              "warmup": args.warmup,
-              "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
+    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": not vectorise,
+              "warmup": args.warmup, "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
               "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
               "cpu_s": cpu, "load_before": load_before, "load_after": os.getloadavg(),
               "parameter_space": summarise_hmc_info(run.result.info), "provenance": provenance()}
