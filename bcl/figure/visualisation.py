@@ -197,7 +197,7 @@ def _run_hmc(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile)
                  **summarise_hmc_info(r.result.info),
                  "function_space": hmc_function_space(r.result, model, test_xs, grid_xs, sequence.likelihood)}
                 for r in runs]
-    record = {k: v for k, v in spec.hmc.items() if k != "devices"} | {"reference": reference}
+    record = {k: v for k, v in spec.hmc.items() if k not in ("devices", "store")} | {"reference": reference}
     record["n_devices"] = len(spec.hmc.get("devices") or [None])
     info = {"settings": record, "seed": int(seeds[0]), "per_task": per_task,
             "compile_s": sum(r.result.compile_seconds for r in runs),

@@ -6,7 +6,12 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+import pickle
 import time
+import warnings
+from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 import blackjax
@@ -17,9 +22,11 @@ import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
 from jax.flatten_util import ravel_pytree
 
-from ..core import TaskSequence, check_positive, named_keys, tree_vdot
+from ..core import TaskSequence, atomic_write_bytes, check_positive, named_keys, tree_vdot
 from ..models import Model
+from ..engine.checkpoint import array_digest
 from ..engine.train import nll_sum, predict_probabilities
+from ..provenance import canonical_json, code_version
 
 # %% auto #0
 __all__ = ['RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior',
@@ -27,7 +34,8 @@ __all__ = ['RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_trainin
            'HMCInfo', 'HMCResult', 'vectorised_chains', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices',
            'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise',
            'rank_rhat', 'bulk_ess', 'predictive_draws', 'predictive_convergence', 'convergence_summary',
-           'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
+           'hmc_task_fingerprint', 'stored_task_path', 'save_task_result', 'load_task_result', 'HMCTaskResult',
+           'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../../nbs/methods/41_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -401,6 +409,44 @@ def convergence_summary(rhat, ess, rhat_threshold: float = RHAT_THRESHOLD, ess_t
             "n_scalars": int(rhat.size), "rhat_threshold": rhat_threshold, "ess_threshold": ess_threshold,
             "converged": bool(rhat.max() <= rhat_threshold and ess.min() >= ess_threshold)}
 
+# %% ../../nbs/methods/41_hmc.ipynb #7c1e5a21
+def _key_list(key: jax.Array) -> list[int]:
+    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    return np.asarray(jax.random.key_data(key) if typed else key).ravel().tolist()
+
+def hmc_task_fingerprint(chain_key: jax.Array, model: Model, data, positions, settings: dict) -> dict:
+    "What a stored task result must agree on to be read back: chains' key, model, data, initial positions, settings, code."
+    return {"format": 1, "chain_key": _key_list(chain_key), "model": model.name,
+            "data": array_digest(*data), "positions": array_digest(*jax.tree.leaves(positions)),
+            "settings": dict(settings), "code": code_version()}
+
+def stored_task_path(store: str | os.PathLike, task: int, fingerprint: dict) -> Path:
+    "The file of task `task` (1-based) with `fingerprint` in the folder `store`: task<t>-<12 hex digits>.pkl."
+    digest = hashlib.sha256(canonical_json(fingerprint).encode()).hexdigest()[:12]
+    return Path(store) / f"task{task}-{digest}.pkl"
+
+def save_task_result(path: str | os.PathLike, result: HMCResult, fingerprint: dict) -> Path:
+    "Write `result` (moved to the host) with its fingerprint to `path`, atomically; the path."
+    blob = pickle.dumps({"fingerprint": fingerprint, "result": jax.device_get(result)})
+    return atomic_write_bytes(Path(path), blob)
+
+def load_task_result(path: str | os.PathLike, fingerprint: dict) -> HMCResult | None:
+    "The `HMCResult` stored at `path` for `fingerprint`; None if there is none or it cannot be read (with a warning)."
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        stored = pickle.loads(path.read_bytes())
+        if stored["fingerprint"] != fingerprint:
+            raise ValueError("its fingerprint differs from the run's")
+        result = stored["result"]
+        as_arrays = lambda tree: jax.tree.map(jnp.asarray, tree)
+        return result._replace(samples=as_arrays(result.samples), info=as_arrays(result.info),
+                               trace=as_arrays(result.trace))
+    except Exception as error:  # a damaged or foreign file costs a resampling, never the run
+        warnings.warn(f"Could not read the stored HMC task {path} ({type(error).__name__}: {error}); sampling it again.")
+        return None
+
 # %% ../../nbs/methods/41_hmc.ipynb #99a86afd
 PAD_MAX_EXAMPLES = 500  # run_hmc_sequence(pad=None) pads tasks when all of them hold at most this many points
 
@@ -414,11 +460,13 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
                      max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
                      tasks: Sequence[int] | None = None, fold_in_task: bool = False, pad: bool | None = None,
                      devices: Sequence | None = None, vectorise_chains: bool | None = None,
-                     keep_trace: bool = False, progress: bool = True) -> list[HMCTaskResult]:
+                     keep_trace: bool = False, progress: bool = True,
+                     store: str | os.PathLike | None = None) -> list[HMCTaskResult]:
     """Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`): a list of `HMCTaskResult`.
-    16 parameters: the posterior (key, model, sequence, precision), the chains (n_chains and `hmc_sample`'s NUTS
-    settings, devices, vectorise_chains, pad), which tasks (tasks, fold_in_task) and what comes back (keep_trace,
-    progress); all keyword-only after num_samples, with the paper's values as defaults."""
+    17 parameters: the posterior (key, model, sequence, precision), the chains (n_chains and `hmc_sample`'s NUTS
+    settings, devices, vectorise_chains, pad), which tasks (tasks, fold_in_task), what comes back (keep_trace,
+    progress) and where each task's result is kept as it ends (store: a folder, so that a stopped run resumes at
+    its first task not done); all keyword-only after num_samples, with the paper's values as defaults."""
     # pad: zero-pad every task's data to all tasks' size, so that one program serves them all; None: pad when all
     # tasks together have at most PAD_MAX_EXAMPLES training points (then padding costs less than compiling).
     from tqdm.auto import tqdm
@@ -443,12 +491,24 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
     tasks = list(range(1, len(sequence) + 1)) if tasks is None else list(tasks)
     for t in tasks:
         joint_training_data(sequence, t)  # validates every task index before anything runs
+    settings = {"precision": float(precision), "n_chains": int(n_chains), "num_warmup": int(num_warmup),
+                "num_samples": int(num_samples), "max_num_doublings": int(max_num_doublings),
+                "target_acceptance_rate": float(target_acceptance_rate), "keep_trace": bool(keep_trace)}
     programs, out = {}, []
     for t in tqdm(tasks, desc=f"HMC {sequence.name}", disable=not progress):
         data = tuple(jnp.asarray(a) for a in joint_training_data(sequence, t, pad))
         task_key = jax.random.fold_in(key, t) if fold_in_task else key
         keys = named_keys(task_key, "init", "chains")
         positions = hmc_initial_positions(keys["init"], model, n_chains)
+        if store is not None:
+            fingerprint = hmc_task_fingerprint(keys["chains"], model, data, positions, settings)
+            path = stored_task_path(store, t, fingerprint)
+            stored = load_task_result(path, fingerprint)
+            if stored is not None:
+                if progress:
+                    tqdm.write(f"HMC {sequence.name} task {t}: read from {path}")
+                out.append(HMCTaskResult(t, stored))
+                continue
         shape, compile_seconds = data[0].shape, 0.0
         if shape not in programs:  # one compiled program per data shape (one in all with `pad=True`)
             _check_initial(log_posterior, positions, data)
@@ -457,6 +517,8 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
             compile_seconds = time.perf_counter() - start
         result = hmc_sample(keys["chains"], log_posterior, positions, data=data, keep_trace=keep_trace,
                             compiled=programs[shape])._replace(compile_seconds=compile_seconds)
+        if store is not None:
+            save_task_result(path, result, fingerprint)
         out.append(HMCTaskResult(t, result))
     return out
 

@@ -113,7 +113,8 @@ print(f"{sequence}: {len(task_sequence)} tasks, {task_sequence.likelihood}, trai
 start = time.perf_counter()
 hmc_settings = dict(n_chains=hmc_chains, num_warmup=hmc_warmup, num_samples=hmc_samples,
                     max_num_doublings=hmc_max_doublings, reference=hmc_reference,
-                    devices=parallel_chain_devices(hmc_chains) if hmc_parallel else None)
+                    devices=parallel_chain_devices(hmc_chains) if hmc_parallel else None,
+                    store=run_folder / "hmc_tasks")  # each task kept as it ends: a stopped run resumes
 entries, grids = {}, {}
 for name in params["methods"]:
     def build_and_run(name=name):
