@@ -93,7 +93,7 @@ class SmallRun(NamedTuple):
 
     def data(self, data_dir, names: Sequence[str]):
         "A context manager: the mock data of these runs (fake ISIC archives under `data_dir`; tfds's mock for `names`)."
-        from bcl.testing import mock_data  # nbs/15_testing.ipynb
+        from bcl.data.mock import mock_data  # nbs/data/14_mock.ipynb
         return mock_data(data_dir, names, self.mock_examples)
 
 SMOKE = SmallRun()
