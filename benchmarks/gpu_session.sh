@@ -24,6 +24,12 @@
 #   determinism  one cell twice without and twice with --xla_gpu_deterministic_ops=true          -> OUT/determinism.json
 #   tests        pytest tests (notebooks included), BCL_GPU_TEST_PROCS (8) processes, a line per test as it ends, no GPU
 #                memory preallocation -> OUT/tests.log; each failure's traceback as it happens -> OUT/tests_failed.log
+#   vis:SEQUENCE the visualisation of cisplit2diris or disinusoid with the paper's settings (BCL_GPU_VIS_BASE=demo for
+#                the demo's, a dry run) and BCL_GPU_VIS_CHAINS (64)
+#                HMC chains, figures and tables under results/gpu_SEQUENCE; timeout BCL_GPU_VIS_S (300). Each HMC task is
+#                kept as it ends (run_hmc_sequence's store), and each kept task comes back, so a run cut by its timeout
+#                resumes in a later call that carries results/gpu_SEQUENCE/hmc_tasks (copy the files back there)
+#                          -> OUT/vis-SEQUENCE.log, OUT/vis-SEQUENCE.tar.gz (numbers, figures, tables), OUT/hmc-SEQUENCE-task*.pkl
 #   data         link the carried Fashion-MNIST IDX files (data/offline/fashion-mnist, `make gpu-data`)
 #                to /usr/share/datasets/fashion-mnist, where bcl looks for them. Together with the wheels they exceed
 #                what one call may carry (64 MiB), so carry them in a second call that follows the install within the
@@ -125,6 +131,16 @@ print(json.dumps({"cell": cell, "identical_default": same(runs["-1"], runs["-2"]
                   "accuracy": {k: (v or {}).get("final_average_accuracy", {}).get("per_seed") for k, v in runs.items()}}))
 PY
       cat "$OUT/determinism.json" ;;
+    vis:*)
+      seq=${phase#vis:}; run=gpu_$seq; variant=/tmp/gpu-vis-$seq.yaml
+      printf 'hmc_chains: %s\nfigures_folder: null\ntables_folder: null\n' "${BCL_GPU_VIS_CHAINS:-64}" >"$variant"
+      timeout "$(within "${BCL_GPU_VIS_S:-300}")" "$PY" experiments/run_visualisation.py "${BCL_GPU_VIS_BASE:-paper}_$seq" "$variant" \
+        --run "$run" >"$OUT/vis-$seq.log" 2>&1
+      echo "vis:$seq: exit $?"; grep -v "WARNING\|warn" "$OUT/vis-$seq.log" | tail -6
+      [ -d "results/$run" ] && (cd results && tar czf "$OUT/vis-$seq.tar.gz" --exclude hmc_tasks "$run")
+      for f in "results/$run"/hmc_tasks/*.pkl; do   # a file over 16 MB cannot come back
+        [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 16000000 ] && cp "$f" "$OUT/hmc-$seq-$(basename "$f")"
+      done; ls "$OUT" | grep -c "^hmc-$seq-" | sed "s/^/vis:$seq: HMC tasks kept: /" ;;
     data)
       src=$PWD/data/offline/fashion-mnist dst=/usr/share/datasets/fashion-mnist
       if [ -d "$dst" ]; then echo "data: $dst is there"
