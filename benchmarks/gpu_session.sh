@@ -148,7 +148,7 @@ PY
       else echo "data: neither $dst nor $src (carry data/offline/fashion-mnist)"; fi ;;
     tests)
       XLA_PYTHON_CLIENT_PREALLOCATE=false BCL_TEST_FAILURE_LOG="$OUT/tests_failed.log" \
-        timeout "$(within "${BCL_GPU_TESTS_S:-480}")" "$PY" -m pytest tests -v -rfEs --durations=20 -n "${BCL_GPU_TEST_PROCS:-8}" \
+        timeout "$(within "${BCL_GPU_TESTS_S:-480}")" "$PY" -m pytest tests -v -rfEs --durations=20 -n "${BCL_GPU_TEST_PROCS:-8}" --dist worksteal \
         -p no:cacheprovider >"$OUT/tests.log" 2>&1
       echo "tests: exit $?"; tail -15 "$OUT/tests.log" ;;
     *) echo "unknown phase $phase"; exit 2 ;;
