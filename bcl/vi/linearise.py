@@ -309,8 +309,8 @@ def layerwise_output_mean_and_variance(apply_fn: Callable, mean, variance, xs, c
 
 # %% ../../nbs/vi/33_linearise.ipynb #882359f1
 def is_dense_model(model: Model) -> bool:
-    "Whether `model` is flatten, Dense–swish layers and a Dense head: the `fcnn*` models and `linear` of `bcl.models`."
-    return model.name == "linear" or model.name.startswith("fcnn")
+    "Whether `model` is flatten, Dense–swish layers and a Dense head (`Model.dense`: `fcnn16`, `fcnn256`, `linear`)."
+    return model.dense
 
 def dense_layers(model: Model, params) -> tuple[tuple, ...]:
     "The `(kernel, bias)` pairs of a dense `model`'s parameter-shaped tree `params`, in the order they are applied."
