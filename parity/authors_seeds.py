@@ -28,6 +28,10 @@ pre-training their extractor and extracting features: the folder then holds bcl'
 (`authors_prepped.py --features`), and their linear head (`FCNN1`, `in_shape` 64) trains on them with the experiment's
 own settings, inducing bounds [-1, 6] included.
 
+With `--resumable`, training goes through `authors_train_resumable.py` (their loop, saved at every epoch under
+`<clone>/resumable/<experiment>__seed<S>/`): a killed run resumes at its last epoch when the same command is run
+again, and `train_s` then counts the last run only.
+
 The script never imports the authors' package itself (it is also called `bcl`); it only calls their commands.
 Without `--authors-repo`, or when the environment lacks their dependencies, it says so and exits with status 0.
 """
@@ -119,24 +123,33 @@ def _done(out: Path) -> set[tuple[str, str, int]]:
             for t in r.get("candidates", [r["trainer"]])}
 
 
-def _run(repo: Path, *args: str) -> float:
+def _run(repo: Path, *args: str, stream: bool = False) -> float:
+    "Runs `python -m ARGS` (or `python SCRIPT ARGS` for a path) in the clone; `stream` lets its stdout through."
     env = dict(os.environ, JAX_PLATFORMS="cpu")
+    command = [sys.executable, *args] if args[0].endswith(".py") else [sys.executable, "-m", *args]
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", *args], cwd=repo, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=repo, env=env, stdout=None if stream else subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     if result.returncode != 0:
-        _fail(f"`python -m {' '.join(args)}` in {repo} failed:\n{result.stderr[-3000:]}")
+        _fail(f"`{' '.join(command[1:])}` in {repo} failed:\n{result.stderr[-3000:]}")
     return time.perf_counter() - start
 
 
+RESUMABLE = Path(__file__).resolve().parent / "authors_train_resumable.py"
+
+
 def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int, data: str,
-             features_prepared: bool = False) -> list[dict]:
+             features_prepared: bool = False, resumable: bool = False) -> list[dict]:
     import msgpack
     import tomli_w
     name = f"{experiment}__seed{seed}"
     (repo / "experiments" / f"{name}.toml").write_text(
         tomli_w.dumps(seed_experiment(spec, trainers, seed, features_prepared)))
     (repo / "logs").mkdir(exist_ok=True)
-    train_s = _run(repo, "bcl.train", name)
+    if resumable:
+        train_s = _run(repo, str(RESUMABLE), name, "--state", str(repo / "resumable" / name), stream=True)
+    else:
+        train_s = _run(repo, "bcl.train", name)
     evaluate_s = _run(repo, "bcl.evaluate", name)
     with open(repo / "results" / name / "accuracy.dat", "rb") as file:
         accuracy = msgpack.unpack(file)  # only the trainer that `select_trainers` kept of each name
@@ -147,7 +160,7 @@ def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed:
         [t] = [c for c in candidates if c in accuracy]
         records.append({"experiment": experiment, "data": data, "trainer": t, "seed": int(seed), "accuracy": accuracy[t],
                         "final_average_accuracy": final_average_accuracy(accuracy[t]), "train_s": train_s,
-                        "evaluate_s": evaluate_s, "authors_commit": _commit(repo), "jax": jax.__version__,
+                        "evaluate_s": evaluate_s, "resumable": resumable, "authors_commit": _commit(repo), "jax": jax.__version__,
                         "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
                        | ({"candidates": candidates} if len(candidates) > 1 else {}))
     return records
@@ -180,6 +193,9 @@ def main(argv=None) -> int:
     parser.add_argument("--features-prepared", action="store_true",
                         help="the prepared folder holds bcl's features (authors_prepped.py --features): leave the "
                              "experiment's [feature_extractor] out, so that their head trains on them")
+    parser.add_argument("--resumable", action="store_true",
+                        help="train through authors_train_resumable.py (their loop, saved at every epoch; a killed run "
+                             "resumes at its last epoch when started again) instead of `python -m bcl.train`")
     args = parser.parse_args(argv)
     if args.authors_repo is None:
         print("authors_seeds.py: no --authors-repo (or $BCL_AUTHORS_REPO) given; nothing to run.")
@@ -215,7 +231,8 @@ def main(argv=None) -> int:
         todo = [t for t in args.trainers if (args.experiment, t, seed) not in done]
         if not todo:
             continue
-        for record in run_seed(repo, args.experiment, spec, todo, seed, data, args.features_prepared):
+        for record in run_seed(repo, args.experiment, spec, todo, seed, data, args.features_prepared,
+                               args.resumable):
             with open(args.out, "a") as file:
                 file.write(json.dumps(record) + "\n")
             print(f"{record['trainer']} seed {seed}: {record['final_average_accuracy']:.2f} "
