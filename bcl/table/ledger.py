@@ -432,16 +432,17 @@ def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..
             values = {s: schedule_value(ledgers, s, c.key, m) for s in SCHEDULE_LABELS}
             if not any(v is not None and v.status in SUBSTITUTE_STATUSES for v in values.values()):
                 continue
-            v = verdict(ledgers, c.key, m, explanations)
+            judged = verdict(ledgers, c.key, m, explanations)
             own = lambda s: (ledgers.get(s) or {}).get((c.key, m))
             cells = [("–" if v is None else f"{v.mean:.2f} ± {v.sd:.2f}" +
                       (" =" if s in _MATCHED_BASE and (own(s) is None or own(s).mean is None) else ""))
                      for s, v in values.items()]
             paper = next(v.paper for v in values.values() if v is not None)
             lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
-                         f" | {paper:.2f} | {v.text} | {v.explanation.replace('](', f']({link_root}/')} |")
-            key = ("not judged" if v.schedule == "epochs" else "agree" if v.status.agrees else
-                   "unexplained" if v.explanation == UNEXPLAINED else "explained" if v.explanation else "differ ≤ 5")
+                         f" | {paper:.2f} | {judged.text} | {judged.explanation.replace('](', f']({link_root}/')} |")
+            key = ("not judged" if judged.schedule == "epochs" else "agree" if judged.status.agrees else
+                   "unexplained" if judged.explanation == UNEXPLAINED else
+                   "explained" if judged.explanation else "differ ≤ 5")
             counts[key] += 1
     lines += ["", "| agree (matched) | differ by ≤ 5 points | differ more, explained | differ more, unexplained | "
               "not judged (matched not run) |", "|---|---|---|---|---|",
@@ -505,8 +506,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
                                                                                "devices", "cpu", "xla_flags")}
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
         if schedules and e.status in SUBSTITUTE_STATUSES:
-            v = verdict(ledgers, column, method, schedules[2])
-            record["verdict"], record["explanation"] = v.text, v.explanation
+            judged = verdict(ledgers, column, method, schedules[2])
+            record["verdict"], record["explanation"] = judged.text, judged.explanation
         cells[f"{column}/{method}"] = record
     text += "\n" + devices_section(cells)
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),
