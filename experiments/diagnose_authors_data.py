@@ -77,7 +77,9 @@ def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: 
                     "authors_per_seed": theirs, "authors_seeds": [r["seed"] for r in records],
                     "authors_mean": float(np.mean(theirs)), "bcl_mean": ours, "bcl_sd": sd, "bcl_n": cell.get("n"),
                     "margin": margin, "authors_last_row": last.tolist(), "bcl_last_row": ours_last,
-                    "authors_train_s": [r.get("train_s") for r in records], "authors_seeds_outside_margin": outside,
+                    "authors_train_s": [r.get("train_s") for r in records],
+                    "authors_resumed": [bool(r.get("resumable")) for r in records],
+                    "authors_seeds_outside_margin": outside,
                     "verdict": ("the data's" if same else "the code's") if ours is not None else "no bcl cell",
                     "authors_minus_paper": float(np.mean(theirs)) - paper})
     return out
@@ -120,8 +122,10 @@ def markdown(table: list[dict], runs_path: str) -> str:
                      f"{r['authors_minus_paper']:+.2f} | {rows_} | {verdict(r)} |")
     lines += ["", "Training seconds per authors' run (their code validates on every task after every epoch; 2-core "
               "CPU shared with other jobs): " + "; ".join(
-                  f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" for s in r["authors_train_s"] if s)
-                  for r in table), ""]
+                  f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" + ("*" if resumed else "")
+                                                for s, resumed in zip(r["authors_train_s"], r["authors_resumed"]) if s)
+                  for r in table) + " (*: a resumed run, `parity/authors_seeds.py --resumable`: the seconds of its "
+              "last part only).", ""]
     return "\n".join(lines)
 
 
