@@ -20,6 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import faults  # noqa: E402  tests/faults.py: the hooks the workers run before a cell
+from conftest import optimised_xla_flags  # noqa: E402  tests/conftest.py
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = [sys.executable, str(ROOT / "experiments" / "run_table.py"), "faa"]
@@ -157,7 +158,7 @@ def test_representative_subset_and_its_ledger(tmp_path):
     "One smoke cell per column and per method through the whole batch path, then the ledger of the batch."
     out = tmp_path / "out"
     result = run(["--profile", "smoke", "--subset", "representative", "--workers", "2", "--out", str(out)], tmp_path,
-                 timeout=3000)
+                 timeout=3000, **optimised_xla_flags())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     cells = [p.parent for p in (out / "smoke").glob("*/*/numbers.json")]
     assert len({c.parent.name for c in cells}) == 14 and len({c.name for c in cells}) == 13, cells
