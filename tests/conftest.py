@@ -45,8 +45,12 @@ def _test_compilation_cache() -> dict:
         return {}
     folder = Path(value) if value else Path(os.environ.get("BCL_RESULTS_DIR") or ROOT / "results") / "jax_cache"
     folder.mkdir(parents=True, exist_ok=True)
+    # JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES: by default JAX also turns on XLA's GPU autotuning cache in a subfolder,
+    # whose path then enters every program's key, so that a cache copied or moved elsewhere (a CI's kept folder, a
+    # fresh clone) never hits (session 35: a copied 5,364-program cache gave no hit). "none" keeps keys path-free.
     return {"BCL_COMPILATION_CACHE": str(folder), "JAX_COMPILATION_CACHE_DIR": str(folder),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+            "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none"}
 
 
 def pytest_configure(config):
