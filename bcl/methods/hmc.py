@@ -33,9 +33,9 @@ __all__ = ['RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_trainin
            'joint_log_density', 'split_rhat', 'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain',
            'HMCInfo', 'HMCResult', 'vectorised_chains', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices',
            'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise',
-           'rank_rhat', 'bulk_ess', 'predictive_draws', 'predictive_convergence', 'convergence_summary',
-           'hmc_task_fingerprint', 'stored_task_path', 'save_task_result', 'load_task_result', 'HMCTaskResult',
-           'run_hmc_sequence', 'sequence_test_accuracies']
+           'rank_rhat', 'bulk_ess', 'rank_diagnostics', 'predictive_draws', 'predictive_convergence',
+           'convergence_summary', 'hmc_task_fingerprint', 'stored_task_path', 'save_task_result', 'load_task_result',
+           'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../../nbs/methods/41_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,11 +82,12 @@ def _check_chains(chains) -> jax.Array:
     return chains
 
 def _autocovariance(x: jax.Array) -> jax.Array:
-    "Biased autocovariance of each row of `x` (m, n) at lags 0..n-1."
+    "Biased autocovariance of each row of `x` (..., n) at lags 0..n-1: one product-sum per lag, the lags in turn."
     n = x.shape[-1]
     centred = x - x.mean(-1, keepdims=True)
-    full = jax.vmap(lambda row: jnp.correlate(row, row, mode="full", precision=jax.lax.Precision.HIGHEST))(centred)
-    return full[:, n - 1:] / n
+    padded = jnp.concatenate([centred, jnp.zeros_like(centred)], axis=-1)  # x_{t+k} = 0 past the end
+    lag = lambda k: jnp.sum(centred * jax.lax.dynamic_slice_in_dim(padded, k, n, axis=-1), axis=-1)
+    return jnp.moveaxis(jax.lax.map(lag, jnp.arange(n)), 0, -1) / n
 
 def _moments(split: jax.Array) -> tuple[jax.Array, jax.Array]:
     n = split.shape[1]
@@ -341,34 +342,54 @@ def _even_draws(chains: jax.Array) -> jax.Array:
     half = chains.shape[1] // 2
     return jnp.concatenate([chains[:, :half], chains[:, chains.shape[1] - half:]], axis=1)
 
-def rank_normalise(chains) -> jax.Array:
-    "Normal scores Φ⁻¹((r − 3/8)/(S + 1/4)) of the S pooled draws (n_chains, n_draws, ...), per trailing index; ties share their average rank."
-    chains = jnp.asarray(chains, jnp.float32)
+def _normal_scores(chains: jax.Array) -> tuple[jax.Array, jax.Array]:
+    "The normal scores of `rank_normalise` and the pooled draws sorted (S, every trailing index), from one sort."
     pooled = chains.reshape(chains.shape[0] * chains.shape[1], -1)  # (S, every trailing index)
     ordered = jnp.sort(pooled, axis=0)
     below = jax.vmap(lambda s, x: jnp.searchsorted(s, x, side="left"), in_axes=1, out_axes=1)(ordered, pooled)
     up_to = jax.vmap(lambda s, x: jnp.searchsorted(s, x, side="right"), in_axes=1, out_axes=1)(ordered, pooled)
     ranks = (below + up_to + 1) / 2  # 1-based average rank of each tie group
     scores = jax.scipy.special.ndtri((ranks - 3 / 8) / (pooled.shape[0] + 1 / 4))
-    return scores.reshape(chains.shape)
+    return scores.reshape(chains.shape), ordered
+
+def rank_normalise(chains) -> jax.Array:
+    "Normal scores Φ⁻¹((r − 3/8)/(S + 1/4)) of the S pooled draws (n_chains, n_draws, ...), per trailing index; ties share their average rank."
+    return _normal_scores(jnp.asarray(chains, jnp.float32))[0]
 
 def _constant(chains: jax.Array) -> jax.Array:
     return jnp.all(chains == chains[:1, :1], axis=(0, 1))
 
-def rank_rhat(chains) -> jax.Array:
-    "Rank-normalised split R̂ (the larger of bulk and folded) of draws (n_chains, n_draws, ...) per trailing index."
-    chains = _even_draws(_check_chains(chains).astype(jnp.float32))
-    folded = jnp.abs(chains - jnp.median(chains.reshape(-1, *chains.shape[2:]), axis=0))
-    rhat = jnp.maximum(split_rhat(rank_normalise(chains)), split_rhat(rank_normalise(folded)))
+def _even_chains(chains) -> jax.Array:
+    return _even_draws(_check_chains(chains).astype(jnp.float32))
+
+def _rank_rhat(chains: jax.Array, scores: jax.Array, ordered: jax.Array) -> jax.Array:
+    s = ordered.shape[0]
+    median = ((ordered[(s - 1) // 2] + ordered[s // 2]) / 2).reshape(chains.shape[2:])  # of the pooled draws
+    folded = jnp.abs(chains - median)
+    rhat = jnp.maximum(split_rhat(scores), split_rhat(rank_normalise(folded)))
     rhat = jnp.where(jnp.isnan(rhat), jnp.inf, rhat)  # every split chain constant, the chains apart: ∞
     return jnp.where(_constant(chains), 1.0, rhat)
 
-def bulk_ess(chains) -> jax.Array:
-    "Bulk effective sample size (ESS of the rank-normalised split chains) of draws (n_chains, n_draws, ...)."
-    chains = _even_draws(_check_chains(chains).astype(jnp.float32))
-    ess = effective_sample_size(rank_normalise(chains))
+def _bulk_ess(chains: jax.Array, scores: jax.Array) -> jax.Array:
+    ess = effective_sample_size(scores)
     ess = jnp.where(jnp.isnan(ess), 0.0, ess)  # a degenerate estimate: no evidence of any effective draw
     return jnp.where(_constant(chains), float(chains.shape[0] * chains.shape[1]), ess)
+
+def rank_rhat(chains) -> jax.Array:
+    "Rank-normalised split R̂ (the larger of bulk and folded) of draws (n_chains, n_draws, ...) per trailing index."
+    chains = _even_chains(chains)
+    return _rank_rhat(chains, *_normal_scores(chains))
+
+def bulk_ess(chains) -> jax.Array:
+    "Bulk effective sample size (ESS of the rank-normalised split chains) of draws (n_chains, n_draws, ...)."
+    chains = _even_chains(chains)
+    return _bulk_ess(chains, _normal_scores(chains)[0])
+
+def rank_diagnostics(chains) -> tuple[jax.Array, jax.Array]:
+    "`rank_rhat` and `bulk_ess` of draws (n_chains, n_draws, ...) together, from one ranking of the draws."
+    chains = _even_chains(chains)
+    scores, ordered = _normal_scores(chains)
+    return _rank_rhat(chains, scores, ordered), _bulk_ess(chains, scores)
 
 # %% ../../nbs/methods/41_hmc.ipynb #5813e510
 def predictive_draws(positions, model: Model, xs, likelihood: str) -> jax.Array:
@@ -379,8 +400,7 @@ def predictive_draws(positions, model: Model, xs, likelihood: str) -> jax.Array:
 @functools.partial(jax.jit, static_argnames=("model", "likelihood"))
 def _predictive_diagnostics(positions, xs, model: Model, likelihood: str):
     "(R̂, bulk ESS) at `xs`, compiled once per model, likelihood and shapes (shared by all tasks and blocks)."
-    draws = predictive_draws(positions, model, xs, likelihood)
-    return rank_rhat(draws), bulk_ess(draws)
+    return rank_diagnostics(predictive_draws(positions, model, xs, likelihood))
 
 def predictive_convergence(positions, model: Model, xs, likelihood: str, *,
                            block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
