@@ -18,11 +18,17 @@ Two steps:
 3. `gradient`: what `vmap` buys a NUTS step on this device: the seconds per gradient of the joint log posterior
    after each task, for one chain and for `--chains` chains vmapped (200 gradient steps in one compiled loop each,
    one device), and their ratio (a ratio near the chain count: batching saves nothing).
+4. `diagnostics`: the seconds of the function-space diagnostics themselves, on synthetic predictive draws of
+   `--chains` chains × `--draws` draws at one block of 1,024 inputs × 3 classes (jitted, compilation excluded):
+   `rank_rhat` and `bulk_ess` apart, `rank_diagnostics` (one ranking for both), and the lag-by-lag autocovariance
+   against a batched `jnp.correlate` (what the ESS used before), all in one run so that their ratios hold on a
+   shared machine.
 
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
     python benchmarks/hmc_function_space.py table
     python benchmarks/hmc_function_space.py gradient --chains 16
+    python benchmarks/hmc_function_space.py diagnostics --chains 64 --draws 100
 """
 from __future__ import annotations
 
@@ -151,6 +157,42 @@ def gradient(args) -> None:
                   f"vmapped {batched * 1e6:.0f} µs = {batched / one:.1f} times one chain", flush=True)
 
 
+def diagnostics(args) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from bcl.methods.hmc import _autocovariance, _split_chains, bulk_ess, rank_diagnostics, rank_rhat
+
+    def correlate(x):  # the batched correlation the ESS used before (XLA:CPU lowers it to a convolution)
+        n = x.shape[-1]
+        centred = x - x.mean(-1, keepdims=True)
+        full = jax.vmap(lambda row: jnp.correlate(row, row, mode="full", precision=jax.lax.Precision.HIGHEST))(centred)
+        return full[:, n - 1:] / n
+
+    def seconds(fn, *inputs):
+        fn = jax.jit(fn)
+        jax.block_until_ready(fn(*inputs))
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*inputs))
+        return time.perf_counter() - start, out
+
+    logits = 3 * jax.random.normal(jax.random.key(0), (args.chains, args.draws, 1024, 3))
+    draws = jax.nn.softmax(logits, -1)
+    load = os.getloadavg()[0]
+    apart, (rhat, ess) = seconds(lambda d: (rank_rhat(d), bulk_ess(d)), draws)
+    together, (rhat_1, ess_1) = seconds(rank_diagnostics, draws)
+    assert np.array_equal(rhat, rhat_1) and np.array_equal(ess, ess_1)
+    split = _split_chains(draws).reshape(2 * args.chains, args.draws // 2, -1)
+    rows = jnp.moveaxis(split, -1, 0).reshape(-1, args.draws // 2)
+    lagged, a = seconds(_autocovariance, rows)
+    batched, b = seconds(correlate, rows)
+    print(f"{jax.default_backend()}, {args.chains} chains × {args.draws} draws, 1,024 inputs × 3 classes, "
+          f"load {load:.1f}: rank_rhat + bulk_ess {apart:.2f} s, rank_diagnostics {together:.2f} s "
+          f"({apart / together:.1f}×); autocovariance of {rows.shape[0]:,} rows: lag by lag {lagged:.2f} s, "
+          f"batched correlate {batched:.2f} s ({batched / lagged:.1f}×, max difference "
+          f"{float(jnp.abs(a - b).max()):.1e})", flush=True)
+
+
 def run_of(row: dict) -> tuple[str, int, int]:
     "(sequence, task, chains of the run) of a table row: the trace it was computed from."
     return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
@@ -208,8 +250,11 @@ def main() -> None:
     g = sub.add_parser("gradient")
     g.add_argument("--sequences", nargs="+", default=["cisplit2diris", "disinusoid"])
     g.add_argument("--chains", type=int, default=16)
+    d = sub.add_parser("diagnostics")
+    d.add_argument("--chains", type=int, default=64)
+    d.add_argument("--draws", type=int, default=100)
     args = parser.parse_args()
-    {"sample": sample, "table": table, "gradient": gradient}[args.command](args)
+    {"sample": sample, "table": table, "gradient": gradient, "diagnostics": diagnostics}[args.command](args)
 
 
 if __name__ == "__main__":
