@@ -89,8 +89,8 @@ demo: env
 	  wait $$pid || { status=1; echo "make demo: the $$run run failed (results/demo_$$run.log):"; }; \
 	  cat results/demo_$$run.log; done; exit $$status
 
-## CI Split 2D Iris with the paper's settings and the paper's 64-chain HMC reference
-## (figures/visualisation_cisplit2diris.*; over an hour on 2 cores, most of it HMC).
+## CI Split 2D Iris with the paper's settings and the paper's 64 HMC chains, 200 draws each
+## (figures/visualisation_cisplit2diris.*; about 40 minutes on 2 cores, most of it HMC).
 demo-iris: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
 
