@@ -181,7 +181,8 @@ def diagnostics(args) -> None:
     load = os.getloadavg()[0]
     apart, (rhat, ess) = seconds(lambda d: (rank_rhat(d), bulk_ess(d)), draws)
     together, (rhat_1, ess_1) = seconds(rank_diagnostics, draws)
-    assert np.array_equal(rhat, rhat_1) and np.array_equal(ess, ess_1)
+    np.testing.assert_allclose(rhat_1, rhat, rtol=1e-5)  # two compiled programs: equal up to rounding
+    np.testing.assert_allclose(ess_1, ess, rtol=1e-4)
     split = _split_chains(draws).reshape(2 * args.chains, args.draws // 2, -1)
     rows = jnp.moveaxis(split, -1, 0).reshape(-1, args.draws // 2)
     lagged, a = seconds(_autocovariance, rows)
