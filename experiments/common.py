@@ -24,8 +24,24 @@ def pretraining_record(name: str, pretraining) -> dict:
         return {}
     from bcl.cache import read_manifest
     from bcl.data.features import features_dir
+    from bcl.data.features import extractor_record
     extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
-    return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}}
+    return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]},
+            "extractor": extractor_record(pretraining)}
+
+
+def extractor_line(extractors) -> str:
+    """A sentence naming the extractor(s) a diagnosis ran on: `extractors` are `bcl.data.features.extractor_record`s
+    (None: not recorded). Two or more distinct ones, or a missing one, are said outright: those numbers mix extractors."""
+    distinct = {None if e is None else e["params_sha256"]: e for e in extractors}
+    def name(e):
+        if e is None:
+            return "not recorded"
+        accuracy = "" if e.get("test_accuracy") is None else f", test accuracy {100 * e['test_accuracy']:.2f} %"
+        return f"{e['task']}, parameters' SHA-256 `{e['params_sha256'][:12]}`{accuracy}"
+    if len(distinct) == 1:
+        return f"Extractor: {name(next(iter(distinct.values())))}.\n"
+    return ("**These numbers mix extractors:** " + "; ".join(name(e) for e in distinct.values()) + ".\n")
 
 
 def result_record(**fields) -> dict:

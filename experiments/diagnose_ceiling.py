@@ -64,10 +64,10 @@ def raw_pixel_joint(ledgers: dict[str, dict]) -> list[str]:
     return lines
 
 
-def markdown(rows: list[dict], command: str, ceiling: list[str] = ()) -> str:
+def markdown(rows: list[dict], command: str, ceiling: list[str] = (), extractor: str = "") -> str:
     from bcl.paper import METHOD_LABELS
     lines = ["# Diagnosis: the extractor's ceiling on the offline extractor columns\n",
-             f"`{command}` (from the committed ledgers; nothing trained).\n", *ceiling,
+             f"`{command}` (from the committed ledgers; nothing trained).\n", extractor, *ceiling,
              "Joint MAP training on the Fashion-MNIST features is the ceiling of each column. A cell is *within the "
              "ceiling* when its gap to the paper is no larger than joint training's gap, less max(3 points, 2 sd): the "
              "extractor explains it. *left* = (ours − our joint) − (paper − paper's joint): the part of the gap the "
@@ -100,10 +100,17 @@ def main(argv=None) -> int:
         return 2
     rows = ceiling_rows(ledgers)
     command = "python experiments/diagnose_ceiling.py" + (f" --profile {args.profile}" if args.profile != "offline" else "")
-    text = markdown(rows, command, raw_pixel_joint(ledgers))
+    from bcl.paper import faa_column
+    from common import extractor_line
+    extractors = [cell.get("extractor") for cells in ledgers.values() for cell in cells.values()
+                  if faa_column(cell["column"]).pretraining is not None and cell.get("mean") is not None]
+    text = markdown(rows, command, raw_pixel_joint(ledgers), extractor_line(extractors) if extractors else "")
     atomic_write_bytes(tables / "diagnosis_fe_ceiling.md", text.encode())
     atomic_write_json(tables / "diagnosis_fe_ceiling.json", {"command": command, "rows": rows,
-                                                             "ledgers": sorted(ledgers), "provenance": provenance()})
+                                                             "ledgers": sorted(ledgers),
+                                                             "extractors": sorted({(e or {}).get("params_sha256", "not recorded")
+                                                                                   for e in extractors}),
+                                                             "provenance": provenance()})
     print(text)
     return 0
 

@@ -54,8 +54,8 @@ def run_grid(column: str, schedule: str, lams, seeds) -> list[dict]:
     return rows
 
 
-def markdown(column: str, rows: list[dict], command: str, paper: float) -> str:
-    lines = [f"# Diagnosis: EWC on {column} (offline profile)\n", f"`{command}`\n",
+def markdown(column: str, rows: list[dict], command: str, paper: float, extractor: str = "") -> str:
+    lines = [f"# Diagnosis: EWC on {column} (offline profile)\n", f"`{command}`\n", extractor,
              f"The paper's EWC: {paper:.2f}. Per λ, over the seeds: final average accuracy, the validation accuracy that "
              "selects λ, the mean of the accuracy matrix's diagonal (the current task, just after learning it) and task "
              "1's accuracy after the last task.\n",
@@ -83,14 +83,18 @@ def main(argv=None) -> int:
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.paper import FAA_PUBLISHED
     from bcl.provenance import provenance
+    from bcl.table.cell import cell_extractor
+    from bcl.table.plan import plan_cell
+    from common import extractor_line
     rows = [r for schedule in args.schedules for r in run_grid(args.column, schedule, args.lams, range(args.seeds))]
+    extractor = cell_extractor(plan_cell(args.column, "ewc", "offline", [0]))  # the one run_grid's features came from
     command = (f"python experiments/diagnose_ewc_fe.py --column {args.column} --seeds {args.seeds} --lams "
                + " ".join(f"{v:g}" for v in args.lams) + " --schedules " + " ".join(args.schedules))
-    text = markdown(args.column, rows, command, FAA_PUBLISHED[args.column]["ewc"])
+    text = markdown(args.column, rows, command, FAA_PUBLISHED[args.column]["ewc"], extractor_line([extractor]))
     tables = ROOT / "experiments" / "tables"
     atomic_write_bytes(tables / f"diagnosis_ewc_{args.column}.md", text.encode())
     atomic_write_json(tables / f"diagnosis_ewc_{args.column}.json",
-                      {"command": command, "rows": rows, "provenance": provenance()})
+                      {"command": command, "rows": rows, "extractor": extractor, "provenance": provenance()})
     print(text)
     return 0
 

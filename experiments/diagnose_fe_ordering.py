@@ -79,7 +79,8 @@ def main(argv=None) -> int:
                         "L-GM-SFSVI, L-G-SFSVI, L-G-VCL and L-GM-VCL for DI")
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.data.features import feature_sequence
+    from bcl.data.features import extractor_record, feature_sequence
+    from common import extractor_line
     from bcl.paper import METHOD_LABELS, method_info, method_names
     from bcl.provenance import provenance
     from bcl.table.plan import PAPER_TRAIN_POINTS
@@ -90,6 +91,7 @@ def main(argv=None) -> int:
     paper_sequence = args.sequence.removesuffix("5k")
     sequence = feature_sequence(args.sequence, "fashionmnist")
     ranges = feature_range(sequence)
+    extractor = extractor_record("fashionmnist")
     n_train = sum(len(task.train.ys) for task in sequence.tasks)
     step_epochs = math.ceil(20 * PAPER_TRAIN_POINTS[paper_sequence] / n_train)
     low = np.minimum(np.asarray(ranges["per_feature_low"]), np.asarray(ranges["per_feature_high"]) - 1e-3)
@@ -113,6 +115,7 @@ def main(argv=None) -> int:
              f"Seeds {seeds}; `python experiments/diagnose_fe_ordering.py --sequence {args.sequence} --seeds "
              f"{args.seeds}" + ("" if args.methods is None else " --methods " + " ".join(args.methods)) +
              f"`. Training points {n_train} (the paper's MNIST: {PAPER_TRAIN_POINTS[paper_sequence]}).\n",
+             extractor_line([extractor]),
              "Feature range over the training features (64 swish features of the extractor): "
              f"min {ranges['min']:.2f}, 1 % {ranges['q01']:.2f}, median {ranges['median']:.2f}, "
              f"99 % {ranges['q99']:.2f}, max {ranges['max']:.2f}; "
@@ -128,7 +131,8 @@ def main(argv=None) -> int:
     atomic_write_json(tables / f"{stem}.json", {"sequence": args.sequence,
         "seeds": seeds, "n_train": n_train, "feature_range": {k: v for k, v in ranges.items()
                                                                if not k.startswith("per_feature")},
-        "rows": [{"variant": v, "method": m, **r} for (v, m), r in rows.items()], "provenance": provenance()})
+        "rows": [{"variant": v, "method": m, **r} for (v, m), r in rows.items()], "extractor": extractor,
+        "provenance": provenance()})
     print("\n".join(lines))
     return 0
 

@@ -69,8 +69,9 @@ def digest(arrays) -> str:
     return h.hexdigest()
 
 
-def write_prepped(sequence, folder: Path) -> str:
-    "Write `sequence` into `folder` in the authors' format; returns the arrays' digest."
+def write_prepped(sequence, folder: Path, extractor_sha256: str | None = None) -> str:
+    """Write `sequence` into `folder` in the authors' format; returns the arrays' digest. `extractor_sha256`: the
+    digest of the extractor's parameters when the arrays are its features (`BCL_SOURCE` records it)."""
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()) and not (folder / "BCL_SOURCE").is_file():
         raise SystemExit(f"authors_prepped.py: {folder} holds the authors' own prepared data (no BCL_SOURCE file); "
@@ -82,7 +83,8 @@ def write_prepped(sequence, folder: Path) -> str:
         np.save(folder / f"{split}_{t}_ys.npy", ys)
     (folder / "metadata.toml").write_text(toml_text(metadata(sequence, arrays)))
     sha = digest(arrays)
-    (folder / "BCL_SOURCE").write_text(f"bcl sequence {sequence.name}\nsha256 {sha}\n")
+    extractor = "" if extractor_sha256 is None else f"extractor {extractor_sha256}\n"
+    (folder / "BCL_SOURCE").write_text(f"bcl sequence {sequence.name}\nsha256 {sha}\n{extractor}")
     return sha
 
 
@@ -97,14 +99,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not (args.authors_repo / "bcl" / "train" / "__main__.py").is_file():
         parser.error(f"{args.authors_repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)")
+    extractor = None
     if args.features:
-        from bcl.data.features import feature_sequence
+        from bcl.data.features import extractor_record, feature_sequence
         sequence = feature_sequence(args.sequence, args.features, progress=True)
+        extractor = extractor_record(args.features)["params_sha256"]
     else:
         from bcl.data.sequences import load_sequence
         sequence = load_sequence(args.sequence)
     folder = args.authors_repo / "data" / "prepped" / (args.name or args.sequence)
-    sha = write_prepped(sequence, folder)
+    sha = write_prepped(sequence, folder, extractor)
     print(f"wrote {sequence.name} ({len(sequence.tasks)} tasks) to {folder}; sha256 {sha[:16]}")
     return 0
 

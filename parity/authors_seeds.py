@@ -110,7 +110,7 @@ def final_average_accuracy(matrix) -> float:
     return 100.0 * sum(last) / len(last)
 
 
-def _done(out: Path) -> set[tuple[str, str, int]]:
+def _done(out: Path) -> set[tuple[str, str, int, str | None]]:
     if not out.is_file():
         return set()
     records = []
@@ -119,8 +119,32 @@ def _done(out: Path) -> set[tuple[str, str, int]]:
             records.append(json.loads(line))
         except json.JSONDecodeError:
             continue  # a line cut by a kill: that pair reruns
-    return {(r["experiment"], t, r["seed"]) for r in records if "accuracy" in r
+    return {(r["experiment"], t, r["seed"], r.get("data_sha256")) for r in records if "accuracy" in r
             for t in r.get("candidates", [r["trainer"]])}
+
+
+def ran_on(done: set, run: tuple[str, str, int], source: dict) -> bool:
+    """Whether `done` (`_done`) holds the run (experiment, trainer, seed) on the data `source` describes (`read_source`).
+    A record that names no digest (written before records had one) counts for the pixels, which cannot change, but not
+    for features: another extractor gives other features under the same sequence name."""
+    if (*run, source.get("sha256")) in done:
+        return True
+    return (*run, None) in done and "extractor" not in source
+
+
+def read_source(path: Path) -> dict:
+    """`parity/authors_prepped.py`'s record of a preparation: {'sequence', 'sha256' of the arrays, and 'extractor', the
+    digest of the extractor's parameters, for features}; {} when the authors' own preparation wrote the folder."""
+    if not path.is_file():
+        return {}
+    fields = {}
+    for line in path.read_text().splitlines():
+        words = line.split()
+        if words[:2] == ["bcl", "sequence"] and len(words) == 3:
+            fields["sequence"] = words[2]
+        elif len(words) == 2:
+            fields[words[0]] = words[1]
+    return fields
 
 
 def _run(repo: Path, *args: str, stream: bool = False) -> float:
@@ -139,7 +163,7 @@ RESUMABLE = Path(__file__).resolve().parent / "authors_train_resumable.py"
 
 
 def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed: int, data: str,
-             features_prepared: bool = False, resumable: bool = False) -> list[dict]:
+             features_prepared: bool = False, resumable: bool = False, source: dict | None = None) -> list[dict]:
     import msgpack
     import tomli_w
     name = f"{experiment}__seed{seed}"
@@ -162,7 +186,9 @@ def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed:
                         "final_average_accuracy": final_average_accuracy(accuracy[t]), "train_s": train_s,
                         "evaluate_s": evaluate_s, "resumable": resumable, "authors_commit": _commit(repo), "jax": jax.__version__,
                         "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
-                       | ({"candidates": candidates} if len(candidates) > 1 else {}))
+                       | ({"candidates": candidates} if len(candidates) > 1 else {})
+                       | ({"data_sha256": source["sha256"]} if source and "sha256" in source else {})
+                       | ({"extractor_sha256": source["extractor"]} if source and "extractor" in source else {}))
     return records
 
 
@@ -223,16 +249,16 @@ def main(argv=None) -> int:
         _fail(f"seeds must be non-negative integers, got {args.seeds}")
     if not prepared:
         _run(repo, "bcl.dataprep", sequence)
-    source = repo / "data" / "prepped" / sequence / "BCL_SOURCE"
-    data = source.read_text().split()[2] if source.is_file() else sequence  # parity/authors_prepped.py's record
+    source = read_source(repo / "data" / "prepped" / sequence / "BCL_SOURCE")
+    data = source.get("sequence", sequence)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         done = _done(args.out)  # read before every seed: runs in two clones can share --out and split the seeds
-        todo = [t for t in args.trainers if (args.experiment, t, seed) not in done]
+        todo = [t for t in args.trainers if not ran_on(done, (args.experiment, t, seed), source)]
         if not todo:
             continue
         for record in run_seed(repo, args.experiment, spec, todo, seed, data, args.features_prepared,
-                               args.resumable):
+                               args.resumable, source):
             with open(args.out, "a") as file:
                 file.write(json.dumps(record) + "\n")
             print(f"{record['trainer']} seed {seed}: {record['final_average_accuracy']:.2f} "

@@ -77,3 +77,22 @@ def test_features_prepared_refuses_a_folder_that_does_not_hold_the_features(tmp_
     authors_prepped.write_prepped(small_sequence(), tmp_path / "cisplitmnist")  # images of shape (4, 4, 1)
     assert "shape [4, 4, 1]" in authors_seeds.features_problem(spec, tmp_path / "cisplitmnist")
     assert authors_seeds.features_problem({"model": {"spec": {"in_shape": [4, 4, 1]}}}, tmp_path / "cisplitmnist") is None
+
+
+def test_a_run_on_another_extractors_features_is_not_taken_for_done(tmp_path):
+    import json
+    import authors_seeds
+    sha = authors_prepped.write_prepped(small_sequence(), tmp_path / "pixels")
+    features = authors_prepped.write_prepped(small_sequence(), tmp_path / "features", extractor_sha256="e" * 64)
+    pixels, fe = (authors_seeds.read_source(tmp_path / name / "BCL_SOURCE") for name in ("pixels", "features"))
+    assert pixels == {"sequence": "tiny", "sha256": sha} and fe == {"sequence": "tiny", "sha256": features,
+                                                                     "extractor": "e" * 64}
+    assert authors_seeds.read_source(tmp_path / "theirs" / "BCL_SOURCE") == {}  # the authors' own preparation
+    out = tmp_path / "runs.jsonl"
+    old = {"experiment": "x", "trainer": "t", "seed": 0, "accuracy": [[1.0]]}  # written before runs named their data
+    out.write_text(json.dumps(old) + "\n" + json.dumps(old | {"seed": 1, "data_sha256": "f" * 64}) + "\n")
+    done = authors_seeds._done(out)
+    assert authors_seeds.ran_on(done, ("x", "t", 0), pixels)  # pixels cannot change: the old run counts
+    assert not authors_seeds.ran_on(done, ("x", "t", 0), fe)  # features can: it reruns
+    assert authors_seeds.ran_on(done, ("x", "t", 1), {"sha256": "f" * 64, "extractor": "e" * 64})
+    assert not authors_seeds.ran_on(done, ("x", "t", 1), fe)  # the same seed on other features

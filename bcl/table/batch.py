@@ -109,9 +109,21 @@ class Cell:
         return f"{self.plan.column.key}/{self.plan.method}"
 
     def finished(self) -> bool:
+        "Whether the folder holds this cell's numbers: the same content hash and, for features, the same extractor."
         from bcl.table.cell import read_cell
         numbers, _ = read_cell(self.folder)
-        return numbers is not None and numbers.get("content_hash") == self.hash
+        return numbers is not None and numbers.get("content_hash") == self.hash and self._same_extractor(numbers)
+
+    def _same_extractor(self, numbers: dict) -> bool:
+        """Whether finished numbers came from the extractor cached now (`bcl.table.cell.cell_extractor`). The hash
+        cannot say: the cache is keyed by settings, so code or flags that pre-train another network keep the hash.
+        True without a pre-training task or a cached extractor (the cell's own run will pre-train it)."""
+        from bcl.table.cell import cell_extractor
+        if self.plan.pretraining is None:
+            return True
+        cached = cell_extractor(self.plan, self.data_dir)
+        recorded = numbers.get("extractor") or {}
+        return cached is None or recorded.get("params_sha256") == cached["params_sha256"]
 
 # %% ../../nbs/table/64_batch.ipynb #3b92c8b5
 def check_cells(cells: list[Cell], data_dir: str | None = None) -> float:

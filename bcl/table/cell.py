@@ -19,9 +19,10 @@ from ..paper import FAA_PUBLISHED, TABLE_METHODS, USER_METHODS, map_settings, me
 from .plan import PAPER_TRAIN_POINTS, CellPlan, CellSpec, SmallRun, cell_hash, data_manifest, plan_cell
 
 # %% auto #0
-__all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'shrink_sequence', 'load_cell_sequence', 'paper_and_our_points',
-           'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method', 'cell_problems',
-           'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
+__all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'shrink_sequence', 'load_cell_sequence', 'cell_extractor',
+           'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method',
+           'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell',
+           'write_cell', 'read_cell']
 
 # %% ../../nbs/table/61_cell.ipynb #79701f39
 def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
@@ -60,6 +61,13 @@ def load_cell_sequence(plan: CellPlan, data_dir: str | None = None, progress: bo
         lambda: shrink_sequence(load_sequence(plan.sequence, data_dir), small.points))
     return _load(plan, data_dir, names, lambda: feature_sequence(target(), _pretraining(plan), cache_dir=features_dir,
                                                                  data_dir=data_dir, progress=progress))
+
+def cell_extractor(plan: CellPlan, data_dir: str | None = None) -> dict | None:
+    "The extractor a cell's features came from (`bcl.data.features.extractor_record`); None for a column without one."
+    if plan.pretraining is None:
+        return None
+    from bcl.data.features import extractor_record
+    return extractor_record(_pretraining(plan), None if data_dir is None else Path(data_dir) / "features")
 
 # %% ../../nbs/table/61_cell.ipynb #6c55218b
 def paper_and_our_points(plan: CellPlan, sequence: TaskSequence) -> tuple[int, int]:
@@ -248,6 +256,7 @@ def run_cell(plan: CellPlan, data_dir: str | None = None, checkpoint: str | os.P
                     # a resumed run timed only the tasks after its checkpoint
                     "s_per_step": result.timings["run_s"] / max(steps_timed, 1)},
         "content_hash": cell_hash(plan, data_dir), "data": data_manifest(plan, data_dir),
+        "extractor": cell_extractor(plan, data_dir),
         "provenance": provenance(),
     }
 

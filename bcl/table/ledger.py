@@ -22,7 +22,7 @@ __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', '
            'UNEXPLAINED', 'Status', 'Entry', 'tolerance', 'judge', 'entry_from_record', 'entry_from_numbers', 'collect',
            'previous_cells', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure',
            'ledger_entries', 'schedule_section', 'schedule_value', 'read_explanations', 'Verdict', 'verdict',
-           'schedules_section', 'devices_section', 'write_ledger']
+           'schedules_section', 'devices_section', 'extractors_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -467,6 +467,40 @@ def devices_section(cells: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# %% ../../nbs/table/62_ledger.ipynb #e1a7c0df
+def extractors_section(cells: dict[str, dict]) -> str:
+    """Markdown: for every column of sub-table (a) with finished cells, which pre-trained extractor their features came
+    from (the SHA-256 of its parameters, `bcl.data.features.extractor_record`), and how many cells used it. A column
+    whose cells used more than one extractor, or did not record theirs, is flagged: its cells are not comparable."""
+    columns = {c.key: c for c in FAA_COLUMNS}
+    by_column: dict[str, dict[tuple, list[str]]] = {}
+    for key, record in cells.items():
+        column = columns.get(record.get("column"))
+        if column is None or column.pretraining is None or record.get("mean") is None:
+            continue
+        extractor = record.get("extractor")
+        which = (None,) if not extractor else (extractor["task"], extractor["params_sha256"], extractor.get("test_accuracy"))
+        by_column.setdefault(column.key, {}).setdefault(which, []).append(key)
+    if not by_column:
+        return ""
+    lines = ["## Which extractor each column's features came from\n",
+             "| column | extractor | parameters (SHA-256) | its test accuracy | cells |", "|---|---|---|---|---|"]
+    mixed = []
+    for column, groups in sorted(by_column.items()):
+        for which, keys in sorted(groups.items(), key=lambda item: (item[0][0] is None, str(item[0]))):
+            if which[0] is None:
+                lines.append(f"| {column} | not recorded | – | – | {len(keys)} |")
+            else:
+                accuracy = "–" if which[2] is None else f"{100 * which[2]:.2f} %"
+                lines.append(f"| {column} | {which[0]} | `{which[1][:12]}` | {accuracy} | {len(keys)} |")
+        if len(groups) > 1 or (None,) in groups:
+            mixed.append(column)
+    if mixed:
+        lines.append(f"\n**Not comparable within the column:** {', '.join(f'`{c}`' for c in mixed)} mix extractors or "
+                     "have cells that did not record theirs (run before cells recorded it). Rerun those cells on one "
+                     "extractor.")
+    return "\n".join(lines) + "\n"
+
 # %% ../../nbs/table/62_ledger.ipynb #47eb8de8
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
@@ -501,7 +535,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
         elif numbers is not None:
             record["substitute"] = numbers.get("substitute")
             record |= {k: numbers.get(k) for k in ("final_average_accuracy", "seeds", "parameters", "settings",
-                                                   "selected", "timings", "optimiser_steps", "content_hash")}
+                                                   "selected", "timings", "optimiser_steps", "content_hash",
+                                                   "extractor")}
             record["provenance"] = {k: numbers["provenance"].get(k) for k in ("bcl_code", "git", "packages", "backend",
                                                                                "devices", "cpu", "xla_flags")}
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
@@ -510,6 +545,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
             record["verdict"], record["explanation"] = judged.text, judged.explanation
         cells[f"{column}/{method}"] = record
     text += "\n" + devices_section(cells)
+    extractors = extractors_section(cells)
+    text += "\n" + extractors if extractors else ""
     paths = {"md": atomic_write_bytes(tables_folder / f"faa_{name}.md", text.encode()),
              "tex": atomic_write_bytes(tables_folder / f"faa_{name}.tex", latex_ledger(entries).encode())}
     summary = {s: sum(e.status == s for e in entries.values()) for s in STATUSES}
