@@ -24,14 +24,16 @@ def pretraining_record(name: str, pretraining) -> dict:
         return {}
     from bcl.cache import read_manifest
     from bcl.data.features import features_dir
-    from bcl.data.features import extractor_record
     extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
-    return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]},
-            "extractor": extractor_record(pretraining)}
+    # the fields of an extractor record (nbs/data/43_extractor_record.ipynb), from the manifest read here, so that
+    # the tables without features do not depend on that module (experiments/stale.py follows imports)
+    record = {"task": pretraining.task, "params_sha256": extractor["files"]["params.npz"],
+              "test_accuracy": extractor["pretraining"].get("test_accuracy"), "created": extractor.get("created")}
+    return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}, "extractor": record}
 
 
 def extractor_line(extractors) -> str:
-    """A sentence naming the extractor(s) a diagnosis ran on: `extractors` are `bcl.data.features.extractor_record`s
+    """A sentence naming the extractor(s) a diagnosis ran on: `extractors` are extractor records (nbs/data/43_extractor_record.ipynb)
     (None: not recorded). Two or more distinct ones, or a missing one, are said outright: those numbers mix extractors."""
     distinct = {None if e is None else e["params_sha256"]: e for e in extractors}
     def name(e):

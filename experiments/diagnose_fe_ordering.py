@@ -79,7 +79,8 @@ def main(argv=None) -> int:
                         "L-GM-SFSVI, L-G-SFSVI, L-G-VCL and L-GM-VCL for DI")
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.data.features import extractor_record, feature_sequence
+    from bcl.data.extractor_record import extractor_record
+    from bcl.data.features import feature_sequence
     from common import extractor_line
     from bcl.paper import METHOD_LABELS, method_info, method_names
     from bcl.provenance import provenance

@@ -47,6 +47,45 @@ PRODUCERS = (
 )
 
 
+# artefacts computed on the features of the offline profile's pre-trained extractor: they record the digest of its
+# parameters (`bcl.data.extractor_record`), since its cache is keyed by settings, not by the code or flags
+ON_FEATURES = ("svi/*_fe*.json", "diagnosis_*_fe.json", "diagnosis_ewc_*.json", "diagnosis_fe_ceiling.json",
+               "diagnosis_authors_mnist5k.json", "faa_offline*.json")
+
+
+def recorded_extractors(obj) -> set[str]:
+    "Every extractor digest anywhere in a JSON document: `extractor` records' `params_sha256` and `extractor_sha256`."
+    if isinstance(obj, dict):
+        found = {v for k, v in obj.items() if k == "extractor_sha256" and isinstance(v, str)}
+        if isinstance(obj.get("extractor"), dict) and isinstance(obj["extractor"].get("params_sha256"), str):
+            found.add(obj["extractor"]["params_sha256"])
+        return found.union(*(recorded_extractors(v) for k, v in obj.items() if k != "extractor"))
+    if isinstance(obj, list):
+        return set().union(*(recorded_extractors(v) for v in obj)) if obj else set()
+    return set()
+
+
+def extractor_problem(record: Path, cached: str | None, tables: Path) -> str:
+    """Why an artefact on features does not match the extractor cached now (digest `cached`; None: none is cached, so
+    nothing is judged); '' when it does or does not read features (`ON_FEATURES`)."""
+    name = record.relative_to(tables).as_posix() if record.is_relative_to(tables) else record.name
+    if cached is None or not record.exists() or not any(fnmatch.fnmatch(name, p) for p in ON_FEATURES):
+        return ""
+    digests = recorded_extractors(json.loads(record.read_text()))
+    if not digests:
+        return "" if name.startswith("faa_") else "its extractor is not recorded"  # a ledger may hold no feature cell
+    other = sorted(digests - {cached})
+    return f"made on extractor {', '.join(d[:8] for d in other)}, not the cached {cached[:8]}" if other else ""
+
+
+def cached_extractor(root: Path = ROOT) -> str | None:
+    "The parameters' digest of the offline profile's cached extractor (`bcl.table.plan.OFFLINE_PRETRAINING`), or None."
+    from bcl.data.extractor_record import extractor_record
+    from bcl.table.plan import OFFLINE_PRETRAINING
+    record = extractor_record(OFFLINE_PRETRAINING["emnistletters"])
+    return None if record is None else record["params_sha256"]
+
+
 def recorded_versions(obj) -> set[str]:
     "Every `bcl_code` value anywhere in a JSON document."
     if isinstance(obj, dict):
@@ -268,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     known = history_versions(recorded - {current}, OUTSIDE_COMPUTATION)
     known = {v: {n: b for n, b in m.items() if n not in OUTSIDE_COMPUTATION} for v, m in known.items()}
     print(f"current code version {current}")
+    extractor = cached_extractor()
+    print(f"cached extractor {extractor[:12]}" if extractor else "no extractor cached: results on features not judged")
     counts: dict[str, int] = {}
     closures: dict[tuple, set[str] | None] = {}
     for artefact, record in pairs:
@@ -275,11 +316,14 @@ def main(argv: list[str] | None = None) -> int:
         if entries not in closures:
             closures[entries] = None if entries is None else module_closure(entries) - set(OUTSIDE_COMPUTATION)
         state, versions, changes = status(record, current, closures[entries], known, now)
+        problem = extractor_problem(record, extractor, ROOT / "experiments" / "tables")
+        if problem and state == "current":
+            state = "stale"
         counts[state] = counts.get(state, 0) + 1
-        made = ""
+        made = f" ({problem})" if problem else ""
         if versions and current not in versions:
             shown = sorted(versions)
-            made = f" (made by {', '.join(shown[:3])}{f' and {len(shown) - 3} more' if len(shown) > 3 else ''}"
+            made += f" (made by {', '.join(shown[:3])}{f' and {len(shown) - 3} more' if len(shown) > 3 else ''}"
             made += f"; changed since: {', '.join(changes[:6])}{' …' if len(changes) > 6 else ''})" if changes else \
                 "; the modules it uses are unchanged)"
         via = "" if artefact == record else f" via {record.relative_to(ROOT)}"

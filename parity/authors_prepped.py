@@ -101,7 +101,8 @@ def main(argv=None) -> int:
         parser.error(f"{args.authors_repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)")
     extractor = None
     if args.features:
-        from bcl.data.features import extractor_record, feature_sequence
+        from bcl.data.extractor_record import extractor_record
+        from bcl.data.features import feature_sequence
         sequence = feature_sequence(args.sequence, args.features, progress=True)
         extractor = extractor_record(args.features)["params_sha256"]
     else:

@@ -69,3 +69,25 @@ def test_an_older_version_is_current_where_the_modules_it_uses_are_unchanged(tmp
     assert stale.status(record, new, None, known, now)[::2] == ("stale", ["b.py"])
     record.write_text(json.dumps({"provenance": {"bcl_code": "dirty"}}))
     assert stale.status(record, new, {"a.py"}, known, now)[0] == "stale"
+
+
+def test_a_result_on_another_extractors_features_is_stale(tmp_path):
+    tables = tmp_path / "experiments" / "tables"
+    (tables / "svi").mkdir(parents=True)
+    new, old = "9" * 64, "1" * 64
+    write = lambda name, doc: (tables / name).write_text(json.dumps(doc)) or tables / name  # noqa: E731
+    same = write("diagnosis_ewc_ci-mnist-fe.json", {"extractor": {"params_sha256": new}, "rows": []})
+    other = write("svi/cisplitmnist5k_fe.json", {"extractor": {"params_sha256": old}})
+    unrecorded = write("diagnosis_ci_mnist5k_fe.json", {"rows": []})
+    mixed = write("faa_offline.json", {"cells": {"a": {"extractor": {"params_sha256": new}},
+                                                 "b": {"extractor": {"params_sha256": old}}, "c": {"extractor": None}}})
+    no_features = write("faa_offline-steps.json", {"cells": {"c": {"extractor": None}}})
+    authors = write("diagnosis_authors_mnist5k.json", {"rows": [{"extractor_sha256": new}, {"extractor_sha256": None}]})
+    iris = write("svi/cisplit2diris.json", {"rows": []})
+    assert stale.recorded_extractors(json.loads(mixed.read_text())) == {new, old}
+    assert stale.extractor_problem(same, new, tables) == "" and stale.extractor_problem(authors, new, tables) == ""
+    assert stale.extractor_problem(other, new, tables) == "made on extractor 11111111, not the cached 99999999"
+    assert stale.extractor_problem(mixed, new, tables).startswith("made on extractor 11111111")
+    assert stale.extractor_problem(unrecorded, new, tables) == "its extractor is not recorded"
+    assert stale.extractor_problem(no_features, new, tables) == "" and stale.extractor_problem(iris, new, tables) == ""
+    assert stale.extractor_problem(other, None, tables) == ""  # nothing cached: not judged

@@ -32,8 +32,7 @@ from ..engine.train import Batch, Method, TaskInfo, epoch_plan, n_batches, onecy
 # %% auto #0
 __all__ = ['PRETRAINING', 'PRETRAINING_INPUT_SHAPES', 'FEATURE_BOUNDS', 'FEATURE_CACHE_FORMAT', 'Pretraining',
            'pretraining_settings', 'class_weights', 'train_stepwise', 'subsample_sequence', 'pretrain',
-           'extract_features', 'features_dir', 'data_fingerprint', 'load_extractor', 'extractor_record',
-           'feature_sequence']
+           'extract_features', 'features_dir', 'data_fingerprint', 'load_extractor', 'feature_sequence']
 
 # %% ../../nbs/data/42_features.ipynb #ac4fcfd6
 class Pretraining(NamedTuple):
@@ -251,19 +250,6 @@ def load_extractor(settings: Pretraining | str, *, cache_dir: str | os.PathLike 
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "files": {"params.npz": digest}}
     atomic_write_json(folder / "manifest.json", manifest)
     return model, params, manifest
-
-def extractor_record(settings: Pretraining | str, cache_dir: str | os.PathLike | None = None) -> dict | None:
-    """What identifies the cached extractor of `settings`: its task, the SHA-256 of its parameters, its test accuracy
-    and when it was made; None when no extractor of these settings is cached. Results on its features record this,
-    since the cache is keyed by settings and data, not by the code or the XLA flags that trained the network."""
-    settings = pretraining_settings(settings)
-    folder = (features_dir() if cache_dir is None else Path(cache_dir)) / "extractors" / settings.task
-    manifest, _ = check_manifest(folder, {"format": FEATURE_CACHE_FORMAT, "settings": _settings_record(settings)},
-                                 verify=False)
-    if manifest is None:
-        return None
-    return {"task": settings.task, "params_sha256": manifest["files"]["params.npz"],
-            "test_accuracy": manifest["pretraining"].get("test_accuracy"), "created": manifest.get("created")}
 
 # %% ../../nbs/data/42_features.ipynb #d3265115
 def _feature_task_sequence(target: TaskSequence, tasks, n_features: int, bounds) -> TaskSequence:

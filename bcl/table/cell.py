@@ -63,10 +63,10 @@ def load_cell_sequence(plan: CellPlan, data_dir: str | None = None, progress: bo
                                                                  data_dir=data_dir, progress=progress))
 
 def cell_extractor(plan: CellPlan, data_dir: str | None = None) -> dict | None:
-    "The extractor a cell's features came from (`bcl.data.features.extractor_record`); None for a column without one."
+    "The extractor a cell's features came from (`bcl.data.extractor_record`); None for a column without one."
     if plan.pretraining is None:
         return None
-    from bcl.data.features import extractor_record
+    from bcl.data.extractor_record import extractor_record
     return extractor_record(_pretraining(plan), None if data_dir is None else Path(data_dir) / "features")
 
 # %% ../../nbs/table/61_cell.ipynb #6c55218b
