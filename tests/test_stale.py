@@ -75,7 +75,11 @@ def test_a_result_on_another_extractors_features_is_stale(tmp_path):
     tables = tmp_path / "experiments" / "tables"
     (tables / "svi").mkdir(parents=True)
     new, old = "9" * 64, "1" * 64
-    write = lambda name, doc: (tables / name).write_text(json.dumps(doc)) or tables / name  # noqa: E731
+
+    def write(name, doc):
+        (tables / name).write_text(json.dumps(doc))
+        return tables / name
+
     same = write("diagnosis_ewc_ci-mnist-fe.json", {"extractor": {"params_sha256": new}, "rows": []})
     other = write("svi/cisplitmnist5k_fe.json", {"extractor": {"params_sha256": old}})
     unrecorded = write("diagnosis_ci_mnist5k_fe.json", {"rows": []})
