@@ -108,8 +108,9 @@ def main(argv=None) -> int:
     atomic_write_bytes(tables / "diagnosis_fe_ceiling.md", text.encode())
     atomic_write_json(tables / "diagnosis_fe_ceiling.json", {"command": command, "rows": rows,
                                                              "ledgers": sorted(ledgers),
-                                                             "extractors": sorted({(e or {}).get("params_sha256", "not recorded")
-                                                                                   for e in extractors}),
+                                                             # the distinct extractors of the cells (None: not recorded)
+                                                             "extractors": list({(e or {}).get("params_sha256"): e
+                                                                                 for e in extractors}.values()),
                                                              "provenance": provenance()})
     print(text)
     return 0

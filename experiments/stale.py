@@ -40,7 +40,8 @@ PRODUCERS = (
     ("svi/*.json", ("experiments/svi_results.py",)),
     ("diagnosis_authors_mnist5k.json", ("experiments/diagnose_authors_data.py",)),
     ("diagnosis_*_mnist5k_fe.json", ("experiments/diagnose_fe_ordering.py",)),
-    ("diagnosis_ewc_*.json", ("experiments/diagnose_ewc_fe.py",)),
+    ("diagnosis_ewc_*.json", ("experiments/diagnose_penalty_fe.py",)),
+    ("diagnosis_si_*.json", ("experiments/diagnose_penalty_fe.py",)),
     ("diagnosis_fe_ceiling.json", ("experiments/diagnose_ceiling.py",)),
     ("faa_*_projection.json", ("experiments/project_table.py",)),
     ("faa_*.json", ("nbs/91_table_cell.ipynb", "bcl/table/ledger.py")),
@@ -49,17 +50,15 @@ PRODUCERS = (
 
 # artefacts computed on the features of the offline profile's pre-trained extractor: they record the digest of its
 # parameters (`bcl.data.extractor_record`), since its cache is keyed by settings, not by the code or flags
-ON_FEATURES = ("svi/*_fe*.json", "diagnosis_*_fe.json", "diagnosis_ewc_*.json", "diagnosis_fe_ceiling.json",
-               "diagnosis_authors_mnist5k.json", "faa_offline*.json")
+ON_FEATURES = ("svi/*_fe*.json", "diagnosis_*_fe.json", "diagnosis_ewc_*.json", "diagnosis_si_*.json",
+               "diagnosis_fe_ceiling.json", "diagnosis_authors_mnist5k.json", "faa_offline*.json")
 
 
 def recorded_extractors(obj) -> set[str]:
-    "Every extractor digest anywhere in a JSON document: `extractor` records' `params_sha256` and `extractor_sha256`."
+    "Every extractor digest anywhere in a JSON document: extractor records' `params_sha256` and `extractor_sha256`."
     if isinstance(obj, dict):
-        found = {v for k, v in obj.items() if k == "extractor_sha256" and isinstance(v, str)}
-        if isinstance(obj.get("extractor"), dict) and isinstance(obj["extractor"].get("params_sha256"), str):
-            found.add(obj["extractor"]["params_sha256"])
-        return found.union(*(recorded_extractors(v) for k, v in obj.items() if k != "extractor"))
+        found = {v for k, v in obj.items() if k in ("params_sha256", "extractor_sha256") and isinstance(v, str)}
+        return found.union(*(recorded_extractors(v) for v in obj.values()))
     if isinstance(obj, list):
         return set().union(*(recorded_extractors(v) for v in obj)) if obj else set()
     return set()
