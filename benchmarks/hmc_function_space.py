@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import re
 import sys
 import time
@@ -93,16 +94,25 @@ def table(args) -> None:
     from bcl.methods.hmc import convergence_summary, predictive_convergence
     from bcl.models import make_model
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
-    paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
-    records = [json.loads(path.read_text()) for path in paths]
-    rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", records)
-    if rows:
-        print(f"kept {len(rows)} rows of the committed table whose traces are not in {FOLDER}", flush=True)
-    for path, record in zip(paths, records):
+    if args.store:
+        if not args.sequence:
+            raise SystemExit("--store needs --sequence: the visualisation run's sequence")
+        runs = list(stored_runs(Path(args.store), args.sequence))
+        rows = []  # the visualisation run's traces replace the sequence's rows
+    else:
+        paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
+        runs = [(json.loads(path.read_text()), path.with_suffix(".npz")) for path in paths]
+        rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", [record for record, _ in runs])
+        if rows:
+            print(f"kept {len(rows)} rows of the committed table whose traces are not in {FOLDER}", flush=True)
+    for record, trace in runs:
         sequence = load_sequence(record["sequence"])
         model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
-        unravel = ravel_pytree(model.init(jax.random.key(0)))[1]
-        positions = jax.vmap(jax.vmap(unravel))(jnp.asarray(np.load(path.with_suffix(".npz"))["positions"]))
+        if isinstance(trace, Path):
+            unravel = ravel_pytree(model.init(jax.random.key(0)))[1]
+            positions = jax.vmap(jax.vmap(unravel))(jnp.asarray(np.load(trace)["positions"]))
+        else:
+            positions = trace
         test_xs = np.concatenate([task.test.xs for task in sequence.tasks])
         xs = np.concatenate([test_xs, plot_grid(PLOT_WINDOWS[record["sequence"]], args.grid_resolution)])
         counts = [c for c in args.counts if c <= record["chains"] and record["chains"] % c == 0]
@@ -117,7 +127,8 @@ def table(args) -> None:
                          "scalars over R̂ / under ESS": f"{d['n_rhat_over']} / {d['n_ess_under']} of {d['n_scalars']}",
                          "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains"
                                            f"{', in turn' if record.get('in_turn') else ''})",
-                         "load (1 min) before/after": f"{record['load_before'][0]:.1f}/{record['load_after'][0]:.1f}",
+                         "load (1 min) before/after": "–" if record.get("load_before") is None else
+                         f"{record['load_before'][0]:.1f}/{record['load_after'][0]:.1f}",
                          "parameter max R̂": round(record["parameter_space"]["max_rank_rhat"], 3),
                          # the code that sampled the trace (`make stale`); traces saved before it was recorded: None
                          "bcl_code": record.get("provenance", {}).get("bcl_code")})
@@ -199,6 +210,26 @@ def run_of(row: dict) -> tuple[str, int, int]:
     return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
 
 
+def stored_runs(store: Path, name: str):
+    """(record, position trace) of every task a visualisation run stored (`bcl.methods.hmc.save_task_result`, its
+    `hmc_tasks/` folder): the record in the form `sample` writes, its seconds the sampling phase's alone."""
+    from bcl.methods.hmc import summarise_hmc_info
+    paths = sorted(store.glob("task*-*.pkl"), key=lambda p: int(re.match(r"task(\d+)-", p.name).group(1)))
+    if not paths:
+        raise SystemExit(f"{store} holds no stored HMC task (task<T>-<digest>.pkl): run the visualisation first")
+    for path in paths:
+        stored = pickle.loads(path.read_bytes())
+        settings, result = stored["fingerprint"]["settings"], stored["result"]
+        if result.trace is None:
+            raise SystemExit(f"{path} kept no trace (keep_trace: false)")
+        record = {"sequence": name, "task": int(re.match(r"task(\d+)-", path.name).group(1)),
+                  "chains": settings["n_chains"], "samples": settings["num_samples"],
+                  "warmup": settings["num_warmup"], "wall_s": float(result.run_seconds),
+                  "parameter_space": summarise_hmc_info(result.info),
+                  "provenance": {"bcl_code": stored["fingerprint"]["code"]}}
+        yield record, result.trace.position
+
+
 def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
     """The rows of the committed table whose trace is not among the trace `records` at hand (traces live in the
     git-ignored results folder, which a new checkout lacks): a rebuilt table keeps what earlier runs measured."""
@@ -215,9 +246,13 @@ def _write_table(args, stem, rows) -> None:
     rows = sorted(rows, key=lambda r: (r["sequence"], r["task"], r["chains"]))
     header = ("# HMC-NUTS convergence in function space against the number of chains\n\n"
               f"Written by `python benchmarks/hmc_function_space.py table"
-              f"{' --sequence ' + args.sequence if args.sequence else ''}` from the traces of "
-              "`python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` (1000 warm-up, "
-              "100 NUTS steps per chain, fcnn16, key 1337). max R̂: rank-normalised split R̂ (max of bulk and "
+              f"{' --sequence ' + args.sequence if args.sequence else ''}"
+              f"{' --store ' + args.store + ' --counts ' + ' '.join(map(str, args.counts)) if args.store else ''}` "
+              + ("from the HMC tasks a visualisation run stored (`make demo-iris`: the paper's settings, 1000 warm-up "
+                 "steps, fcnn16, key 1337; seconds of the sampling phase alone, the load not recorded). "
+                 if args.store else
+                 "from the traces of `python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` "
+                 "(1000 warm-up, 100 NUTS steps per chain, fcnn16, key 1337). ") + "max R̂: rank-normalised split R̂ (max of bulk and "
               "folded, Vehtari et al. 2021) of the predictive probabilities, maximised over the test points, "
               f"the {args.grid_resolution}² plotting-grid points and the classes; min bulk ESS: the smallest bulk "
               "ESS over the same. Thresholds: R̂ ≤ 1.01 and bulk ESS ≥ 400. Rows with fewer chains than the run use "
@@ -248,6 +283,8 @@ def main() -> None:
     t.add_argument("--sequence", choices=["cisplit2diris", "disinusoid"], help="only this sequence's runs, to "
                    "experiments/tables/hmc_function_space_<sequence>.md/.json")
     t.add_argument("--counts", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64], help="chain counts to judge")
+    t.add_argument("--store", help="a visualisation run's stored HMC tasks (e.g. results/paper_cisplit2diris/"
+                   "hmc_tasks) instead of the traces of `sample`; their rows replace the sequence's")
     g = sub.add_parser("gradient")
     g.add_argument("--sequences", nargs="+", default=["cisplit2diris", "disinusoid"])
     g.add_argument("--chains", type=int, default=16)

@@ -35,3 +35,9 @@ def test_the_committed_tables_name_their_runs():
         for r in json.loads(path.read_text()):
             sequence, task, run_chains = hmc_function_space.run_of(r)
             assert sequence == r["sequence"] and run_chains >= r["chains"], (path.name, r)
+
+
+def test_a_store_without_stored_tasks_says_what_to_run(tmp_path):
+    import pytest
+    with pytest.raises(SystemExit, match="run the visualisation first"):
+        list(hmc_function_space.stored_runs(tmp_path, "cisplit2diris"))
