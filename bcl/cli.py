@@ -105,7 +105,8 @@ def ledger_main(argv: list[str] | None = None) -> int:
 
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
-    from bcl.table.ledger import SCHEDULE_LABELS, ledger_entries, read_explanations, write_ledger
+    from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, ledger_entries, previous_cells, read_explanations,
+                                  write_ledger)
     from bcl.table.plan import SCHEDULES, check_profile, run_name
     name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
@@ -129,8 +130,10 @@ def _write_ledger(args) -> int:
                   if s != "epochs" and (tables / f"faa_{run_name(args.profile, s)}.json").exists()}
         explanations = read_explanations(tables / f"faa_{args.profile}_explanations.json", project_root())
         schedules = ("epochs", others, explanations)
+    base = MATCHED_BASE.get(args.schedule)  # the schedule whose S-FSVI cells a matched one carries over
+    carried = (args.schedule, previous_cells(tables, run_name(args.profile, base))) if base else None
     paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,
-                         compare=compare, schedules=schedules, profile=args.profile)
+                         compare=compare, schedules=schedules, profile=args.profile, carried=carried)
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

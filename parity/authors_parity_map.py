@@ -192,16 +192,17 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     inputs, ours, cases = {}, {}, []
     root = jax.random.key(seed)
 
-    def add(case, arrays, result, **extra):
+    def add(method, scenario, arrays, result, part="", **extra):
+        "Record the case `method[-part]/scenario`: the name is a label; the method is passed, never read from it."
+        case = f"{method}{'-' + part if part else ''}/{scenario}"
         for key, value in arrays.items():
             if isinstance(value, dict):
                 flatten(to_authors(value), f"{case}/{key}", inputs)
             else:
                 inputs[f"{case}/{key}"] = np.asarray(value)
         ours[case] = result
-        method, scenario = case.split("/")
-        cases.append({"name": case, "method": method.split("-")[0], "scenario": scenario,
-                      "authors_id": AUTHORS_IDS[method.split("-")[0]], "task": scenarios[scenario],
+        cases.append({"name": case, "method": method, "scenario": scenario,
+                      "authors_id": AUTHORS_IDS[method], "task": scenarios[scenario],
                       "n_train": n_train, "seed": seed, "one_class_per_task": one_class_per_task} | extra)
 
     for m_index, name in enumerate(MAP_METHODS):
@@ -239,7 +240,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                 arrays |= {"minimum": minimum, "hessian": hessian}
             (loss, aux), grads = jax.value_and_grad(method.loss, has_aux=True)(params, memory, k["step"], batch,
                                                                                hyper, task)
-            add(f"{name}/{scenario}", arrays, {"loss": float(loss), "nll": float(aux["nll"]),
+            add(name, scenario, arrays, {"loss": float(loss), "nll": float(aux["nll"]),
                                                 "grad": flatten(to_authors(grads), "grad", {})},
                 kind="step", n_previous=n_prev, null_leaves=null_leaves(grads))
 
@@ -250,13 +251,13 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                 h0 = hessian if t > 1 else cast(jax.tree.map(lambda p: jnp.full_like(p, s["precision"]), params))
                 end = method.end_task(k["end"], MethodState(params, QuadraticMemory(minimum, h0)), split, hyper, task)
                 fisher = expected_fisher(model, likelihood, params, split.xs, s["fisher_batch"])
-                add(f"ewc-end/{scenario}", {"params": params, "hessian": h0, "xs": split.xs, "ys": ys},
+                add("ewc", scenario, {"params": params, "hessian": h0, "xs": split.xs, "ys": ys},
                     {"fisher": flatten(to_authors(fisher), "fisher", {}),
                      "hessian": flatten(to_authors(end.memory.hessian), "hessian", {}),
                      "minimum": flatten(to_authors(end.memory.minimum), "minimum", {}),
                      "empirical": flatten(to_authors(_empirical_fisher(model, likelihood, params, split.xs, ys)),
                                               "fisher", {})},
-                    kind="ewc_end", null_leaves=null_leaves(jax.tree.map(jnp.sqrt, fisher)))
+                    part="end", kind="ewc_end", null_leaves=null_leaves(jax.tree.map(jnp.sqrt, fisher)))
             elif name == "si":
                 if target["image"]:  # a few steps, as on Iris, not 2 epochs of 640 points
                     keep = SI_IMAGE_BATCHES * s["batch_size"]
@@ -273,14 +274,14 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                 orders = [_real_rows(*epoch_batches(named_keys(jax.random.fold_in(k["train"], e), "shuffle", "steps")
                                                     ["shuffle"], len(ys), short.training.batch_size))
                           for e in range(SI_EPOCHS)]
-                add(f"si-end/{scenario}", {"params": params, "minimum": m0, "hessian": h0, "omega": w0,
+                add("si", scenario, {"params": params, "minimum": m0, "hessian": h0, "omega": w0,
                                            "xs": split.xs, "ys": ys, "orders": np.stack(orders)},
                     {"params": flatten(to_authors(trained.params), "params", {}),
                      "hessian": flatten(to_authors(end.memory.hessian), "hessian", {}),
                      "minimum": flatten(to_authors(end.memory.minimum), "minimum", {}),
                      "omega": flatten(to_authors(trained.memory.omega), "omega", {}),
                      "h0": flatten(to_authors(h0), "hessian", {}), "start": flatten(to_authors(params), "p", {})},
-                    kind="si_end", epochs=SI_EPOCHS, xi=CASE_HYPER["si"]["xi"],
+                    part="end", kind="si_end", epochs=SI_EPOCHS, xi=CASE_HYPER["si"]["xi"],
                     null_leaves=null_leaves(jax.grad(lambda p: short.loss(p, state.memory, k["step"], Batch(
                         split.xs[orders[0][:b]], split.ys[orders[0][:b]], jnp.ones(b, dtype)), hyper, task)[0])(params)))
             elif name == "er" and not target["image"]:  # the index probe needs 2-d inputs; the step case still runs
@@ -297,8 +298,8 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                                                                                                        N_DRAWS))
                 result |= {"draws/xs": np.asarray(drawn.xs), "draws/ys": np.asarray(drawn.ys)}
                 arrays = {f"xs{u}": tasks[u - 1][0] for u in range(1, t + 1)}
-                add(f"er-end/{scenario}", arrays | {f"ys{u}": tasks[u - 1][1] for u in range(1, t + 1)}, result,
-                    kind="er_end", n_draws=N_DRAWS)
+                add("er", scenario, arrays | {f"ys{u}": tasks[u - 1][1] for u in range(1, t + 1)}, result,
+                    part="end", kind="er_end", n_draws=N_DRAWS)
     ours["settings"] = {name: (suite[name][0].settings, {k: sorted(set(np.atleast_1d(v).tolist()))
                                                          for k, v in suite[name][1].items()}) for name in MAP_METHODS}
     ours["pairs"] = {name: sorted({tuple(float(v) for v in row) for row in zip(*(np.atleast_1d(suite[name][1][k])

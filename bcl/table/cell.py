@@ -11,6 +11,7 @@ import os
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,9 +21,9 @@ from .plan import PAPER_TRAIN_POINTS, CellPlan, CellSpec, SmallRun, cell_hash, d
 
 # %% auto #0
 __all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'shrink_sequence', 'load_cell_sequence', 'cell_extractor',
-           'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale', 'cell_settings', 'build_cell_method',
-           'cell_problems', 'cell_error', 'check_cell', 'check_sequence_for', 'optimiser_steps', 'run_cell',
-           'write_cell', 'read_cell']
+           'CellData', 'load_cell_data', 'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale',
+           'cell_settings', 'build_cell_method', 'cell_problems', 'cell_error', 'checked_cell_method',
+           'check_sequence_for', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
 
 # %% ../../nbs/table/61_cell.ipynb #79701f39
 def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
@@ -68,6 +69,22 @@ def cell_extractor(plan: CellPlan, data_dir: str | None = None) -> dict | None:
         return None
     from bcl.data.extractor_record import extractor_record
     return extractor_record(_pretraining(plan), None if data_dir is None else Path(data_dir) / "features")
+
+class CellData(NamedTuple):
+    "What a cell reads, gathered in one pass before it trains (`load_cell_data`)."
+    sequence: TaskSequence  # what it trains on
+    extractor: dict | None  # the extractor its features came from (`cell_extractor`)
+    manifest: dict  # the fingerprint of its inputs (`bcl.table.plan.data_manifest`)
+    content_hash: str  # parameters, code and data (`bcl.table.plan.cell_hash`)
+    load_s: float  # seconds loading the sequence took (pre-training an extractor included)
+
+def load_cell_data(plan: CellPlan, data_dir: str | None = None, progress: bool = False) -> CellData:
+    "A cell's sequence with the record of where it came from, read once, after the data are on disk."
+    start = time.perf_counter()
+    sequence = load_cell_sequence(plan, data_dir, progress)
+    load_s = time.perf_counter() - start
+    return CellData(sequence, cell_extractor(plan, data_dir), data_manifest(plan, data_dir), cell_hash(plan, data_dir),
+                    load_s)
 
 # %% ../../nbs/table/61_cell.ipynb #6c55218b
 def paper_and_our_points(plan: CellPlan, sequence: TaskSequence) -> tuple[int, int]:
@@ -162,31 +179,37 @@ def _source(column, method: str, setting: str) -> str:
     field = SETUP_FIELDS.get(method, {}).get(setting, setting)
     return f"{field} of setup {column.setup.setup!r}, used by column {column.key!r}"
 
-def cell_problems(plan: CellPlan, sequence: TaskSequence) -> list[str]:
-    """Why the cell `plan` cannot train on `sequence` (empty if it can): the method's own refusal, or every problem of
-    `bcl.engine.sequence.data_problems`, each naming the setting, the setup or column it comes from, and what to change."""
+def _built_and_problems(plan: CellPlan, sequence: TaskSequence) -> tuple[tuple | None, list[str]]:
+    "(`build_cell_method`'s triple, or None where the method refuses its settings; the problems of `cell_problems`)."
     from bcl.table.plan import USER_COLUMNS
     from bcl.engine.sequence import data_problems
     column = plan.column
     how = (" (a setup of your own: bcl.paper.register_setup(NAME, Setup(...)), named by the column's SequenceSetup)"
            if column.key in USER_COLUMNS else "")
     try:
-        method, _, _ = build_cell_method(plan, sequence)
+        built = build_cell_method(plan, sequence)
     except ValueError as error:
-        return [f"the settings of setup {column.setup.setup!r} (column {column.key!r}) build no method: {error}{how}"]
-    return [f"{p.message.rstrip('.')}; change {_source(column, plan.method, p.setting)}{how}."
-            for p in data_problems(method, sequence)]
+        return None, [f"the settings of setup {column.setup.setup!r} (column {column.key!r}) build no method: {error}{how}"]
+    return built, [f"{p.message.rstrip('.')}; change {_source(column, plan.method, p.setting)}{how}."
+                   for p in data_problems(built[0], sequence)]
+
+def cell_problems(plan: CellPlan, sequence: TaskSequence) -> list[str]:
+    """Why the cell `plan` cannot train on `sequence` (empty if it can): the method's own refusal, or every problem of
+    `bcl.engine.sequence.data_problems`, each naming the setting, the setup or column it comes from, and what to change."""
+    return _built_and_problems(plan, sequence)[1]
 
 def cell_error(plan: CellPlan, problems: list[str]) -> str:
     "The message of a cell that cannot train: one line per problem."
     return (f"Cell {plan.column.key}/{plan.method} cannot train on its data:\n"
             + "\n".join(f"  - {p}" for p in problems))
 
-def check_cell(plan: CellPlan, sequence: TaskSequence) -> None:
-    "`ValueError` listing every problem of `cell_problems` (`cell_error`), before anything trains."
-    problems = cell_problems(plan, sequence)
+def checked_cell_method(plan: CellPlan, sequence: TaskSequence) -> tuple:
+    """The cell's (method, hyperparameter grid, settings record) of `build_cell_method`, built once and checked against
+    `sequence`: `ValueError` listing every problem of `cell_problems` (`cell_error`) before anything trains."""
+    built, problems = _built_and_problems(plan, sequence)
     if problems:
         raise ValueError(cell_error(plan, problems))
+    return built
 
 def check_sequence_for(plan: CellPlan, data_dir: str | None = None) -> TaskSequence:
     "The sequence the checks of a cell need: the cell's own, or for a column with a pre-training task its target sequence."
@@ -223,12 +246,11 @@ def run_cell(plan: CellPlan, data_dir: str | None = None, checkpoint: str | os.P
     from bcl.metrics import average_forgetting, backward_transfer, final_average_accuracy, forward_transfer
     from bcl.engine.sequence import METRICS, hyper_configs, select_by_validation, train_sequence
     start = time.perf_counter()
-    sequence = load_cell_sequence(plan, data_dir, progress)
-    data_s = time.perf_counter() - start
-    check_cell(plan, sequence)  # every setting against the data, before anything trains
-    method, hyper, settings = build_cell_method(plan, sequence)
+    data = load_cell_data(plan, data_dir, progress)  # 1. the data and their record
+    sequence = data.sequence
+    method, hyper, settings = checked_cell_method(plan, sequence)  # 2. the method, checked before anything trains
     result = train_sequence(method, sequence, hyper, list(plan.spec.seeds), checkpoint=checkpoint, progress=progress,
-                            after_task=after_task)
+                            after_task=after_task)  # 3. training and evaluation, then 4. the numbers
     chosen = select_by_validation(result)
     metric = {name: _per_seed(result.metrics[f"test/{name}"], chosen) for name in METRICS}
     initial = _per_seed(result.initial["test/accuracy"][..., None, :], chosen)[:, 0]  # (S, T): the untrained model
@@ -252,11 +274,10 @@ def run_cell(plan: CellPlan, data_dir: str | None = None, checkpoint: str | os.P
         "selected": [configs[g] for g in chosen],
         "n_train": [len(task.train.ys) for task in sequence.tasks], "epochs": method.training.epochs,
         "optimiser_steps": steps,
-        "timings": {**result.timings, "data_s": data_s, "wall_s": time.perf_counter() - start,
+        "timings": {**result.timings, "data_s": data.load_s, "wall_s": time.perf_counter() - start,
                     # a resumed run timed only the tasks after its checkpoint
                     "s_per_step": result.timings["run_s"] / max(steps_timed, 1)},
-        "content_hash": cell_hash(plan, data_dir), "data": data_manifest(plan, data_dir),
-        "extractor": cell_extractor(plan, data_dir),
+        "content_hash": data.content_hash, "data": data.manifest, "extractor": data.extractor,
         "provenance": provenance(),
     }
 

@@ -19,10 +19,11 @@ from ..paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI_
 # %% auto #0
 __all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', 'NEEDS_GPU_HOURS', 'SUBSTITUTE_STATUSES',
            'STATUSES', 'NO_PUBLISHED', 'STATUS_MARKS', 'MARKS_KEY', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING',
-           'UNEXPLAINED', 'Status', 'Entry', 'tolerance', 'judge', 'entry_from_record', 'entry_from_numbers', 'collect',
-           'previous_cells', 'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure',
-           'ledger_entries', 'schedule_section', 'schedule_value', 'read_explanations', 'Verdict', 'verdict',
-           'schedules_section', 'devices_section', 'extractors_section', 'write_ledger']
+           'MATCHED_BASE', 'UNEXPLAINED', 'Status', 'Entry', 'tolerance', 'judge', 'entry_from_record',
+           'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text', 'markdown_ledger',
+           'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section', 'carry_unchanged', 'schedule_value',
+           'read_explanations', 'Verdict', 'verdict', 'schedules_section', 'devices_section', 'extractors_section',
+           'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
@@ -63,6 +64,7 @@ class Entry(NamedTuple):
     note: str = ""
     code: str = ""  # the bcl code version (`bcl.provenance.code_version`) the numbers came from
     kept: bool = False  # taken from the previous ledger: this batch folder has no numbers.json for the cell
+    carried: str = ""  # the schedule whose ledger these numbers come from, one that leaves them equal (`carry_unchanged`)
 
     @property
     def delta(self) -> float | None:
@@ -150,7 +152,8 @@ def previous_cells(tables_folder: str | os.PathLike, name: str) -> dict[str, dic
     path = Path(tables_folder) / f"faa_{name}.json"
     if not path.is_file():
         return {}
-    return {key: r for key, r in json.loads(path.read_text())["cells"].items() if r.get("mean") is not None}
+    return {key: r for key, r in json.loads(path.read_text())["cells"].items()
+            if r.get("mean") is not None and not r.get("carried")}  # a carried cell is another ledger's
 
 def _not_run(column: str, method: str, paper: float, why: str, projected: dict | None) -> Entry:
     "A cell without numbers: 'needs a GPU' when its projected hours exceed `NEEDS_GPU_HOURS`, else 'not run'."
@@ -216,7 +219,8 @@ MARKS_KEY = ("Marks: " + ", ".join(f"{m} {s}" for s, m in STATUS_MARKS.items()) 
 def cell_text(e: Entry) -> str:
     "One line: ours mean ± sd (seeds) · paper · Δ, then the status as a mark."
     delta = "" if e.delta is None else f" · Δ {e.delta:+.2f}"
-    return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} {STATUS_MARKS.get(e.status, '· ' + e.status)}"
+    mark = STATUS_MARKS.get(e.status, "· " + e.status) + (" =" if e.carried else "")
+    return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} {mark}"
 
 def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> str:
     "Both sub-tables as markdown, with a status count and the orderings per column."
@@ -244,6 +248,11 @@ def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> s
     kept = sum(e.kept for e in entries.values())
     if kept:
         lines += [f"{kept} cells are kept from the previous ledger: their `numbers.json` is not in this batch folder.\n"]
+    carried = sorted({e.carried for e in entries.values() if e.carried})
+    if carried:
+        lines += [f"{sum(bool(e.carried) for e in entries.values())} cells, marked =, are those of the "
+                  f"`{'`, `'.join(carried)}` ledger: this schedule leaves them unchanged, since S-FSVI's KL weights "
+                  "(B/(tC) with the prior focus, B/M with the likelihood focus) do not depend on a task's size.\n"]
     pending = [e for e in entries.values()
                if e.status in (Status.NEEDS_GPU, Status.NOT_RUN) and e.note.startswith("projected")]
     if pending:
@@ -334,13 +343,15 @@ def ledger_entries(tables_folder: str | os.PathLike, name: str) -> dict[tuple[st
 def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
     """Markdown: the cells finished in both `entries` (schedule `this`) and `other` (schedule `that`), ours under each
     beside the paper, then each such column's orderings under both; '' when no cell is finished in both."""
-    both = [(c, m) for c in FAA_COLUMNS for m in TABLE_METHODS
-            if entries[c.key, m].mean is not None and other[c.key, m].mean is not None]
+    both = [(c, m) for c in FAA_COLUMNS for m in TABLE_METHODS if entries[c.key, m].mean is not None
+            and other[c.key, m].mean is not None and not entries[c.key, m].carried]
     if not both:
         return ""
     word = lambda v: "–" if v is None else ("holds" if v else "breaks")
+    carried = sum(bool(e.carried) for e in entries.values())
     lines = [f"## {SCHEDULE_LABELS[this].capitalize()} against {SCHEDULE_LABELS[that]}\n",
-             f"The {len(both)} cells finished under both schedules (the other ledger: `faa_*` of the same profile).\n",
+             f"The {len(both)} cells finished under both schedules (the other ledger: `faa_*` of the same profile)"
+             + (f"; the {carried} carried over (=) are left out.\n" if carried else ".\n"),
              f"| column | method | {SCHEDULE_LABELS[this]} | {SCHEDULE_LABELS[that]} | paper | closer to the paper |",
              "|---|---|---|---|---|---|"]
     for c, m in both:
@@ -357,15 +368,28 @@ def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
 
 # %% ../../nbs/table/62_ledger.ipynb #40c3c358
 UNCHANGED_BY_MATCHING = tuple(m for m in SVI_METHODS if METHOD_INFO[m].space == "function")  # KL weights B/(tC), B/M: no N_t
-_MATCHED_BASE = {"matched": "epochs", "steps-matched": "steps"}  # what a matched schedule leaves unchanged
+MATCHED_BASE = {"matched": "epochs", "steps-matched": "steps"}  # what a matched schedule leaves unchanged
+
+def carry_unchanged(entries: dict, schedule: str, base: dict[str, dict]) -> dict:
+    """`entries` of a ledger under `schedule` in which every cell that the schedule leaves unchanged
+    (`UNCHANGED_BY_MATCHING` under 'matched' and 'steps-matched') and that has not run takes the finished record in
+    `base` ('column/method' → record: `previous_cells` of the schedule it matches, `MATCHED_BASE`), marked `carried`."""
+    if schedule not in MATCHED_BASE:
+        return entries
+    out = dict(entries)
+    for (column, method), e in entries.items():
+        record = base.get(f"{column}/{method}")
+        if method in UNCHANGED_BY_MATCHING and e.status in (Status.NOT_RUN, Status.NEEDS_GPU) and record:
+            out[column, method] = entry_from_record(record)._replace(kept=False, carried=MATCHED_BASE[schedule])
+    return out
 
 def schedule_value(ledgers: dict, schedule: str, column: str, method: str) -> Entry | None:
     """The entry of (column, method) under `schedule`, from `ledgers` ({schedule: entries}); for a method the matched
     schedules leave unchanged (`UNCHANGED_BY_MATCHING`) the unmatched schedule's entry; None when not run."""
     entries = ledgers.get(schedule)
     e = entries.get((column, method)) if entries else None
-    if (e is None or e.mean is None) and schedule in _MATCHED_BASE and method in UNCHANGED_BY_MATCHING:
-        return schedule_value(ledgers, _MATCHED_BASE[schedule], column, method)
+    if (e is None or e.mean is None) and schedule in MATCHED_BASE and method in UNCHANGED_BY_MATCHING:
+        return schedule_value(ledgers, MATCHED_BASE[schedule], column, method)
     return e if e is not None and e.mean is not None else None
 
 def read_explanations(path: str | os.PathLike, root: str | os.PathLike) -> dict[str, dict]:
@@ -435,7 +459,7 @@ def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..
             judged = verdict(ledgers, c.key, m, explanations)
             own = lambda s: (ledgers.get(s) or {}).get((c.key, m))
             cells = [("–" if v is None else f"{v.mean:.2f} ± {v.sd:.2f}" +
-                      (" =" if s in _MATCHED_BASE and (own(s) is None or own(s).mean is None) else ""))
+                      (" =" if s in MATCHED_BASE and (own(s) is None or own(s).mean is None) else ""))
                      for s, v in values.items()]
             paper = next(v.paper for v in values.values() if v is not None)
             lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
@@ -505,12 +529,14 @@ def extractors_section(cells: dict[str, dict]) -> str:
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
                  compare: tuple[str, str, dict] | None = None,
-                 schedules: tuple[str, dict, dict] | None = None, profile: str | None = None) -> dict[str, Path]:
+                 schedules: tuple[str, dict, dict] | None = None, profile: str | None = None,
+                 carried: tuple[str, dict] | None = None) -> dict[str, Path]:
     """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
     other schedule, the other ledger's entries) appends `schedule_section`; `schedules` = (this schedule, {other
     schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict. `profile`: the
-    batch's profile (default: the one the batch folder records). 10 parameters: where to read and write (three
-    folders), the ledger's name and title, four optional parts of it, and the profile."""
+    batch's profile (default: the one the batch folder records). `carried` = (this schedule, the finished records of
+    the schedule it matches) fills the cells the schedule leaves unchanged (`carry_unchanged`). 11 parameters: where
+    to read and write (three folders), the ledger's name and title, five optional parts of it, and the profile."""
     import io
     import matplotlib.pyplot as plt
     from bcl.core import atomic_write_bytes, atomic_write_json
@@ -519,6 +545,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
     previous = previous_cells(tables_folder, name) if keep_previous else {}
     entries = collect(batch_folder, profile, projection=(projection or {}).get("cells"), kept=previous)
+    if carried:
+        entries = carry_unchanged(entries, *carried)
     text = markdown_ledger(entries, title)
     if compare:
         section = schedule_section(entries, compare[2], compare[0], compare[1])
@@ -532,6 +560,9 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
         record = e._asdict() | {"delta": e.delta}
         if e.kept:
             record = previous[f"{column}/{method}"] | record
+        elif e.carried:
+            base = carried[1][f"{column}/{method}"]
+            record = {k: v for k, v in base.items() if k not in ("verdict", "explanation")} | record
         elif numbers is not None:
             record["substitute"] = numbers.get("substitute")
             record |= {k: numbers.get(k) for k in ("final_average_accuracy", "seeds", "parameters", "settings",
