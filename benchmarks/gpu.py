@@ -25,9 +25,16 @@ Usage:
   python benchmarks/gpu.py [--models fcnn256 cnn6 ...] [--methods joint ewc P-G-VCL ...] [--seeds 5] [--steps 20]
                            [--n 256] [--repeats 3] [--quick] [--cpu-reference FILE.jsonl] [--out FILE.jsonl]
                            [--component-noise independent|collapsed] [--jobs 4] [--budget-s 300]
+  python benchmarks/gpu.py --concurrent K [--models ...] [--methods ...] [...]  # throughput of K cells sharing the device
   python benchmarks/gpu.py --project MEASURED.jsonl [MORE.jsonl ...]  # projected GPU-hours per Table faa cell, total
 
 `--quick`: a smoke run (one epoch over 2 batches of the largest batch size, one timed repeat).
+`--concurrent K`: for each (model, method), the step time of one process alone (as above), then of K processes
+running the same program at once on the same device (each in its own process, its memory allocated as needed); they
+compile and warm up apart, meet at a barrier, and time the same number of calls side by side. One "gpu_concurrent"
+line per pair gives `throughput_gain` = K × alone / mean(side by side): how much more work the device does per second
+with K cells than with one (K at most; below 1 when they slow each other down more than they overlap). The batch runs
+different cells side by side; K copies of one cell stand in for them.
 `--cpu-reference FILE`: earlier lines (e.g. benchmarks/results/gpu_cpu_quick.jsonl) matched by (model, method);
 each new line gains "cpu_s_per_step" and "speedup" (per configuration × seed when those counts differ).
 """
@@ -156,10 +163,14 @@ def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str,
 
 
 def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int, repeats: int,
-            conv_impl: str, component_noise: str = "independent", timing_lock: str | None = None) -> dict:
+            conv_impl: str, component_noise: str = "independent", timing_lock: str | None = None,
+            barrier: tuple[str, int] | None = None) -> dict:
     """One (model, method): compile, warm up, time; the JSON record. With `timing_lock` (a file path) the warm-up and
     the timed runs hold an exclusive lock on that file, so that measurements running side by side compile at once
-    but time one at a time."""
+    but time one at a time. With `barrier` = (folder, count) the timed calls start when `count` processes have
+    reached the folder (`wait_for_all`), and `s_per_step` is their mean, not their best: the copies run side by side.
+    10 parameters: what to measure (model, method), how much (seeds, steps, n, repeats), the variant (conv_impl,
+    component_noise) and how it shares the device with other measurements (timing_lock, barrier)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -209,9 +220,12 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
     network_parameters = tree_size(method.model.init(jax.random.key(0))) if hasattr(method, "model") else None
     normals = (normal_draws_per_step(method_name, network_parameters, method.training.draws_per_step, G * seeds,
                                      component_noise) if network_parameters else 0)
-    with exclusive(timing_lock):
-        best = best_seconds(lambda: compiled(*args), repeats)
-        normals_s = time_normals(normals, repeats)
+    if barrier is not None:
+        best, normals_s = side_by_side_seconds(lambda: compiled(*args), repeats, *barrier), None
+    else:
+        with exclusive(timing_lock):
+            best = best_seconds(lambda: compiled(*args), repeats)
+            normals_s = time_normals(normals, repeats)
     device = jax.devices()[0]
     try:
         stats = device.memory_stats() or {}
@@ -229,7 +243,8 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
             "normals_share": round(normals_s / (best / n_steps), 3) if normals_s else None,
             "conv_impl": conv_impl if network.startswith("cnn") else None,
             "component_noise": component_noise if "-GM-" in method_name.upper() else None,
-            "compiler_options": options, "repeats": repeats, "provenance": _provenance()}
+            "compiler_options": options, "repeats": repeats, "side_by_side": barrier[1] if barrier else None,
+            "provenance": _provenance()}
 
 
 @contextlib.contextmanager
@@ -279,6 +294,28 @@ def best_seconds(call, repeats: int) -> float:
         jax.block_until_ready(call())
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def wait_for_all(folder: str, count: int, timeout_s: float = 1800.0) -> None:
+    "A barrier across processes: mark this one ready in `folder`, then wait until `count` are (`TimeoutError` after `timeout_s`)."
+    Path(folder, str(os.getpid())).touch()
+    deadline = time.monotonic() + timeout_s
+    while sum(1 for _ in Path(folder).iterdir()) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {sum(1 for _ in Path(folder).iterdir())} of {count} processes reached the barrier "
+                               f"in {timeout_s:.0f} s (did one fail to compile or run out of memory?)")
+        time.sleep(0.01)
+
+
+def side_by_side_seconds(call, repeats: int, folder: str, count: int) -> float:
+    "Mean wall seconds of `repeats` blocking calls of `call`, started when `count` processes have met at `folder`."
+    import jax
+    jax.block_until_ready(call())  # warm-up, before the barrier
+    wait_for_all(folder, count)
+    start = time.perf_counter()
+    for _ in range(max(repeats, 1)):
+        jax.block_until_ready(call())
+    return (time.perf_counter() - start) / max(repeats, 1)
 
 
 def _combinations(models, methods):
@@ -380,23 +417,9 @@ def run_all(args) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             return {"benchmark": "gpu_step", "model": model, "method": method, "error": "not started: --budget-s spent"}
-        command = [sys.executable, __file__, "--one", model, method, "--seeds", str(args.seeds), "--steps",
-                   str(args.steps), "--n", str(args.n), "--repeats", str(args.repeats), "--conv-impl",
-                   args.conv_impl, "--component-noise", args.component_noise, "--timing-lock", str(lock)]
+        command = _one_command(args, model, method) + ["--timing-lock", str(lock)]
         start = time.perf_counter()
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, env=env,
-                                  timeout=None if math.isinf(left) else left)
-        except subprocess.TimeoutExpired:
-            return {"benchmark": "gpu_step", "model": model, "method": method, "error": "stopped: --budget-s spent",
-                    "process_wall_s": round(time.perf_counter() - start, 2)}
-        lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
-        if done.returncode != 0 or not lines:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            line = {"benchmark": "gpu_step", "model": model, "method": method, "error": " | ".join(tail),
-                    "returncode": done.returncode}
-        else:
-            line = json.loads(lines[-1])
+        line = _measured(command, env, model, method, None if math.isinf(left) else left)
         return line | {"process_wall_s": round(time.perf_counter() - start, 2), "jobs": args.jobs}
 
     # Several processes compile side by side (compilation runs on the host's cores); the timing lock lets one time at
@@ -405,6 +428,63 @@ def run_all(args) -> None:
         for future in as_completed([pool.submit(one, *pair) for pair in combinations]):
             emit(future.result())
     _print_ratios(emitted)
+
+
+def _one_command(args, model: str, method: str) -> list[str]:
+    "The command line of one measuring process (`--one`) with the run's settings."
+    return [sys.executable, __file__, "--one", model, method, "--seeds", str(args.seeds), "--steps", str(args.steps),
+            "--n", str(args.n), "--repeats", str(args.repeats), "--conv-impl", args.conv_impl, "--component-noise",
+            args.component_noise]
+
+
+def _measured(command: list[str], env: dict, model: str, method: str, timeout_s: float | None = None) -> dict:
+    "The JSON line a measuring process printed last, or an error line with the end of what it wrote (or of the budget)."
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"benchmark": "gpu_step", "model": model, "method": method, "error": "stopped: --budget-s spent"}
+    lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return {"benchmark": "gpu_step", "model": model, "method": method, "error": " | ".join(tail),
+                "returncode": done.returncode}
+    return json.loads(lines[-1])
+
+
+def concurrent_line(alone: dict, copies: list[dict], count: int) -> dict:
+    """The 'gpu_concurrent' line of one (model, method): `count` copies side by side against one alone (same run).
+    `throughput_gain` = count × alone / mean(side by side): steps per second of the device with `count` cells over
+    one cell's; None when a copy failed (its error is kept)."""
+    each = [c.get("s_per_step") for c in copies]
+    ok = alone.get("s_per_step") and all(each) and len(each) == count
+    keep = ("model", "method", "backend", "device_kind", "seeds", "configs", "batch_size")
+    return {"benchmark": "gpu_concurrent", **{k: alone.get(k) for k in keep}, "copies": count,
+            "alone_s_per_step": alone.get("s_per_step"), "s_per_step_each": each,
+            "throughput_gain": round(count * alone["s_per_step"] / (sum(each) / count), 3) if ok else None,
+            "errors": [c["error"] for c in copies if c.get("error")], "provenance": _provenance()}
+
+
+def run_concurrent(args) -> None:
+    """`--concurrent K`: for every (model, method), one measuring process alone, then K side by side (`measure`'s
+    barrier); prints and appends (`--out`) the alone 'gpu_step' line and a 'gpu_concurrent' line."""
+    env = os.environ | {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}  # K processes share the device's memory
+    deadline = time.monotonic() + args.budget_s if args.budget_s else math.inf
+    with open(args.out, "a") if args.out else contextlib.nullcontext() as out:
+        for model, method in _combinations(args.models, args.methods):
+            if time.monotonic() > deadline:
+                print(json.dumps({"benchmark": "gpu_concurrent", "model": model, "method": method,
+                                  "error": "not started: --budget-s spent"}), flush=True)
+                continue
+            alone = _measured(_one_command(args, model, method), env, model, method)
+            folder = tempfile.mkdtemp(prefix="bcl-side-by-side-")
+            side = _one_command(args, model, method) + ["--barrier", folder, str(args.concurrent)]
+            with ThreadPoolExecutor(max_workers=args.concurrent) as pool:
+                copies = list(pool.map(lambda _: _measured(side, env, model, method), range(args.concurrent)))
+            for line in (alone, concurrent_line(alone, copies, args.concurrent)):
+                print(json.dumps(line), flush=True)
+                if out:
+                    out.write(json.dumps(line) + "\n")
+                    out.flush()
 
 
 def _print_ratios(lines: list[dict]) -> None:
@@ -426,9 +506,13 @@ def steps_per_run(method: str, batch_size: int, data: str, epochs: int) -> int:
 
 PROJECTION_SEEDS = 5  # the seeds of a Table faa cell
 
-def project(measured: list[dict], methods=METHODS) -> list[dict]:
-    "GPU-seconds per Table faa cell (every method, 5 seeds, the EWC/SI grids) and per pre-training, from s/step lines."
+def project(measured: list[dict], methods=METHODS, gains: dict | None = None) -> list[dict]:
+    """GPU-seconds per Table faa cell (every method, 5 seeds, the EWC/SI grids) and per pre-training, from s/step lines.
+    `gains`: {(model, method, device kind): throughput gain} of `--concurrent` lines; each method's
+    `concurrent_seconds` is its seconds over the gain measured on the device of its step time (1 where none was:
+    charged one after another)."""
     table = {(r["model"], r["method"]): r for r in measured if r.get("s_per_step")}  # a later line replaces an earlier
+    gains = gains or {}
     epochs = PROJECTION["epochs"]
     rows = []
     for column, (data, model, pretraining) in PROJECTION["columns"].items():
@@ -444,10 +528,13 @@ def project(measured: list[dict], methods=METHODS) -> list[dict]:
                 continue
             steps = steps_per_run(method, r["batch_size"], data, epochs)
             runs = max(1.0, PROJECTION_SEEDS / r["seeds"])  # measured with fewer seeds (memory): they run in turn
-            cell["methods"][method] = {"steps": steps, "seconds": steps * r["s_per_step"] * runs, "seeds": r["seeds"],
+            seconds, gain = steps * r["s_per_step"] * runs, gains.get((bound, method, r.get("device_kind")))
+            cell["methods"][method] = {"steps": steps, "seconds": seconds, "seeds": r["seeds"],
                                        "configs": r.get("configs", 1), "sequential_runs": runs, "source": source,
-                                       "device_kind": r.get("device_kind")}
+                                       "device_kind": r.get("device_kind"), "throughput_gain": gain,
+                                       "concurrent_seconds": seconds / (gain or 1.0)}
         cell["seconds"] = sum(m["seconds"] for m in cell["methods"].values())
+        cell["concurrent_seconds"] = sum(m["concurrent_seconds"] for m in cell["methods"].values())
         rows.append(cell)
     for data, model in PROJECTION["pretraining"].items():
         r = table.get((model, "finetuning"))
@@ -458,19 +545,28 @@ def project(measured: list[dict], methods=METHODS) -> list[dict]:
         else:
             steps = epochs * math.ceil(n / r["batch_size"])
             cell["methods"]["finetuning"] = {"steps": steps, "seconds": steps * r["s_per_step"], "seeds": r["seeds"],
-                                             "configs": 1}
+                                             "configs": 1, "throughput_gain": None,
+                                             "concurrent_seconds": steps * r["s_per_step"]}  # one pre-training at a time
         cell["seconds"] = sum(m["seconds"] for m in cell["methods"].values())
+        cell["concurrent_seconds"] = cell["seconds"]
         rows.append(cell)
     return rows
+
+
+def throughput_gains(lines: list[dict]) -> dict[tuple[str, str, str], float]:
+    "{(model, method, device kind): gain} of the finished `--concurrent` lines (a later line replaces an earlier one)."
+    return {(r["model"], r["method"], r.get("device_kind")): r["throughput_gain"] for r in lines
+            if r.get("benchmark") == "gpu_concurrent" and r.get("throughput_gain")}
 
 
 def print_projection(paths) -> None:
     "Print the projection from the s/step lines of `paths` (a later file's line replaces an earlier one's)."
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    measured = [r for path in paths for r in _read_jsonl(path)
-                if r.get("benchmark") == "gpu_step" and r.get("s_per_step") is not None]
+    lines = [r for path in paths for r in _read_jsonl(path)]
+    measured = [r for r in lines if r.get("benchmark") == "gpu_step" and r.get("s_per_step") is not None]
+    gains = throughput_gains(lines)
     path = " + ".join(str(p) for p in paths)
-    rows = project(measured)
+    rows = project(measured, gains=gains)
     kinds = sorted({(r.get("backend"), r.get("device_kind")) for r in measured})
     for row in rows:
         print(json.dumps({"benchmark": "gpu_projection", **row, "hours": row["seconds"] / 3600}))
@@ -490,7 +586,13 @@ def print_projection(paths) -> None:
     print(f"\nTotal: {total / 3600:.2f} device-hours, {bounded / 3600:.2f} of them from upper bounds" +
           (" (cells with missing measurements count only what was measured)" if any(r["missing"] for r in rows)
            else ""), file=sys.stderr)
+    concurrent = sum(r["concurrent_seconds"] for r in rows)
+    charged = [m for r in rows for m in r["methods"].values() if m.get("throughput_gain")]
+    used = sum(len(r["methods"]) for r in rows)
+    print(f"At the measured throughput of cells run side by side: {concurrent / 3600:.2f} device-hours (gains for "
+          f"{len(charged)} of the {used} (cell, method) pairs; the others one after another)", file=sys.stderr)
     print(json.dumps({"benchmark": "gpu_projection_total", "hours": total / 3600, "bounded_hours": bounded / 3600,
+                      "concurrent_hours": concurrent / 3600, "pairs_with_gain": len(charged), "pairs": used,
                       "source": str(path), "devices": [list(k) for k in kinds],
                       "assumptions": {k: v for k, v in PROJECTION.items() if k != "columns"},
                       "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "provenance": _provenance()}))
@@ -522,8 +624,12 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=None,
                         help="wall seconds for all measurements: none starts after, a running one is stopped at it "
                              "(not with --in-process)")
+    parser.add_argument("--concurrent", type=int, default=None, metavar="K",
+                        help="measure each (model, method) alone and as K processes side by side on one device: "
+                             "the throughput gain the projection charges cells run at once with")
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument("--timing-lock", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--barrier", nargs=2, metavar=("FOLDER", "COUNT"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for flag, value in [("--project", v) for v in args.project or ()] + [("--cpu-reference", args.cpu_reference)]:
         if value and not Path(value).is_file():
@@ -532,6 +638,9 @@ def main() -> None:
                         ("--jobs", args.jobs)):
         if value < 1:
             parser.error(f"{flag} must be a positive integer, got {value}")
+    if args.concurrent is not None and (args.concurrent < 2 or args.jobs > 1 or args.in_process):
+        parser.error(f"--concurrent takes a count of at least 2 (got {args.concurrent}) and neither --jobs nor "
+                     "--in-process: its processes share the device on purpose")
     if args.project:
         print_projection(args.project)
         return
@@ -542,9 +651,10 @@ def main() -> None:
         model, method = args.one
         print(json.dumps(measure(model, method, seeds=args.seeds, steps=args.steps, n=args.n, repeats=args.repeats,
                                  conv_impl=args.conv_impl, component_noise=args.component_noise,
-                                 timing_lock=args.timing_lock)), flush=True)
+                                 timing_lock=args.timing_lock,
+                                 barrier=(args.barrier[0], int(args.barrier[1])) if args.barrier else None)), flush=True)
         return
-    run_all(args)
+    run_concurrent(args) if args.concurrent else run_all(args)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
 #   steps        benchmarks/gpu.py: every method (or BCL_GPU_METHODS) on the FCNN, the MNIST CNN and the 6-layer CNN (or
 #                BCL_GPU_MODELS), 5 seeds, beside the CPU figures of cpu_quick_collapsed.jsonl; BCL_GPU_JOBS (4)
 #                measurements compile side by side and time one at a time                    -> OUT/gpu_steps.jsonl
+#   concurrent   benchmarks/gpu.py --concurrent BCL_GPU_CONCURRENT (4): each method of BCL_GPU_METHODS (fine-tuning,
+#                P-G-VCL, L-G-SFSVI, L-GM-SFSVI) on BCL_GPU_MODELS (the MNIST CNN, the 6-layer CNN) alone, then as that
+#                many processes side by side on the GPU: the throughput gain the projection (--project) charges cells
+#                run at once with                                                     -> OUT/gpu_concurrent.jsonl
 #   cells        bcl-table faa --profile offline --schedule BCL_GPU_SCHEDULE (epochs; or matched, steps, steps-matched)
 #                on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell -> OUT/cells.jsonl, their
 #                numbers.json and executed notebooks -> OUT/cells.tar.gz. The matched schedule's CNN VCL cells:
@@ -85,6 +89,13 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
         --repeats 2 --component-noise collapsed --cpu-reference benchmarks/results/cpu_quick_collapsed.jsonl \
         --out "$OUT/gpu_steps.jsonl" >/dev/null 2>"$OUT/gpu_steps.err"
       echo "steps: exit $?, $(wc -l <"$OUT/gpu_steps.jsonl" 2>/dev/null || echo 0) lines" ;;
+    concurrent)
+      budget=$(within "${BCL_GPU_CONCURRENT_S:-240}")
+      timeout $((budget + 15)) "$PY" benchmarks/gpu.py --models ${BCL_GPU_MODELS:-cnn_mnist cnn6} \
+        --methods ${BCL_GPU_METHODS:-finetuning P-G-VCL L-G-SFSVI L-GM-SFSVI} --seeds 5 --steps 20 --repeats 2 \
+        --concurrent "${BCL_GPU_CONCURRENT:-4}" --budget-s "$budget" --component-noise collapsed \
+        --out "$OUT/gpu_concurrent.jsonl" >/dev/null 2>"$OUT/gpu_concurrent.err"
+      echo "concurrent: exit $?, $(grep -c gpu_concurrent "$OUT/gpu_concurrent.jsonl" 2>/dev/null || echo 0) pairs" ;;
     cells|cells:*)
       schedule=${phase#cells:}; [ "$schedule" = cells ] && schedule=${BCL_GPU_SCHEDULE:-epochs}
       var=BCL_GPU_CELLS_${schedule//-/_}; cells=${!var:-$CELLS}   # e.g. BCL_GPU_CELLS_steps_matched for cells:steps-matched

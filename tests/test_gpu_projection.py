@@ -78,7 +78,37 @@ def test_a_spent_budget_reports_every_measurement_instead_of_running_it():
 
 def test_bad_arguments_say_what_to_do(tmp_path):
     for args, words in ((["--jobs", "0"], "--jobs must be a positive integer"),
-                        (["--project", str(tmp_path / "none.jsonl")], "no such file")):
+                        (["--project", str(tmp_path / "none.jsonl")], "no such file"),
+                        (["--concurrent", "1"], "--concurrent takes a count of at least 2"),
+                        (["--concurrent", "2", "--jobs", "2"], "neither --jobs")):
         done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), *args], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 2 and words in done.stderr
+
+
+def test_cells_side_by_side_are_charged_at_their_measured_throughput(tmp_path, capsys):
+    measured = [_line("cnn6", "er", 0.01, batch_size=32), _line("cnn6", "si", 0.02, batch_size=32)]
+    gains = {("cnn6", "er", "test GPU"): 2.5, ("cnn6", "si", "another GPU"): 4.0}  # SI's gain: another device's
+    cell = _cell(gpu.project(measured, methods=("er", "si"), gains=gains), "CI CIFAR-10 CNN")
+    assert cell["methods"]["er"]["concurrent_seconds"] == pytest.approx(250.0 / 2.5)
+    assert cell["methods"]["si"]["concurrent_seconds"] == pytest.approx(cell["methods"]["si"]["seconds"])  # no gain
+    assert cell["concurrent_seconds"] == pytest.approx(100.0 + cell["methods"]["si"]["seconds"])
+    alone = _line("cnn6", "er", 0.01) | {"backend": "gpu"}
+    line = gpu.concurrent_line(alone, [{"s_per_step": 0.02}, {"s_per_step": 0.02}, {"s_per_step": 0.02}], 3)
+    assert line["throughput_gain"] == pytest.approx(1.5) and line["copies"] == 3  # 3 × 0.01 / 0.02
+    failed = gpu.concurrent_line(alone, [{"s_per_step": 0.02}, {"error": "out of memory"}], 2)
+    assert failed["throughput_gain"] is None and failed["errors"] == ["out of memory"]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(l) for l in (*measured, line, failed)) + "\n")
+    assert gpu.throughput_gains(gpu._read_jsonl(path)) == {("cnn6", "er", "test GPU"): 1.5}  # a failed line: nothing
+    gpu.print_projection(path)
+    total = [json.loads(l) for l in capsys.readouterr().out.splitlines() if l.startswith("{")][-1]
+    cnn6 = sum(model == "cnn6" for _, model, _ in gpu.PROJECTION["columns"].values())
+    assert total["concurrent_hours"] < total["hours"] and total["pairs_with_gain"] == cnn6  # ER in every cnn6 column
+
+
+def test_the_barrier_waits_for_every_process(tmp_path):
+    (tmp_path / "another-process").touch()
+    gpu.wait_for_all(str(tmp_path), 2)  # this one and the other: through
+    with pytest.raises(TimeoutError, match="only 2 of 3 processes"):
+        gpu.wait_for_all(str(tmp_path), 3, timeout_s=0.05)
