@@ -120,6 +120,17 @@ METHODS = MAP_METHODS + SVI_METHODS
 CORESET_SIZE = 256
 
 
+def method_parts(method_name: str):
+    "The paper's record of a method's parts (`bcl.paper.METHOD_INFO`: kind, focus, family, space), any letter case."
+    from bcl.paper import METHOD_INFO
+    return METHOD_INFO[method_name.lower()]
+
+
+def is_mixture(method_name: str) -> bool:
+    "Whether a method's variational family is the Gaussian mixture (its component noise applies)."
+    return method_parts(method_name).family == "mixture"
+
+
 def _provenance() -> dict:
     try:
         from bcl.provenance import provenance
@@ -155,7 +166,7 @@ def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str,
             settings = dict(learning_rate=0.01, batch_size=batch, er_batch=batch // 2, coreset_size=CORESET_SIZE,
                             epochs=epochs)
         return map_suite(model, "softmax", **settings)[method_name]
-    noise = {"component_noise": component_noise} if "-GM-" in method_name.upper() else {}
+    noise = {"component_noise": component_noise} if is_mixture(method_name) else {}
     suite = svi_suite(model, "softmax", preset, inducing_low=bounds[0], inducing_high=bounds[1],
                       names=[method_name], epochs=epochs, **noise)
     (entry,) = suite.values()  # keyed by the label or, with bcl.paper, by the lower-case canonical name
@@ -242,7 +253,7 @@ def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int
             "network_parameters": network_parameters, "normals_per_step": normals, "normals_s_per_step": normals_s,
             "normals_share": round(normals_s / (best / n_steps), 3) if normals_s else None,
             "conv_impl": conv_impl if network.startswith("cnn") else None,
-            "component_noise": component_noise if "-GM-" in method_name.upper() else None,
+            "component_noise": component_noise if is_mixture(method_name) else None,
             "compiler_options": options, "repeats": repeats, "side_by_side": barrier[1] if barrier else None,
             "provenance": _provenance()}
 
@@ -267,10 +278,9 @@ def normal_draws_per_step(method_name: str, network_parameters: int, draws: int,
     network parameter, K per draw for a mixture with independent component noise, for every configuration × seed;
     0 for the MAP methods. (The function-space methods' output draws at the inducing points are few and left out.)"""
     from bcl.paper import N_COMPONENTS
-    name = method_name.upper()
-    if not name.endswith(("VCL", "SFSVI")):
+    if method_parts(method_name).kind != "variational":
         return 0
-    per_draw = N_COMPONENTS if "-GM-" in name and component_noise == "independent" else 1
+    per_draw = N_COMPONENTS if is_mixture(method_name) and component_noise == "independent" else 1
     return draws * per_draw * network_parameters * copies
 
 
@@ -357,10 +367,10 @@ def cost_floor(method: str, outputs: int, configs: int = 1) -> float:
     passes of the inducing batch plus the per-example, per-output weight-gradient products (≈ d more backward halves),
     i.e. (1 + 2d)/3 fine-tuning steps; q's moments are differentiated (reverse mode: ≈ 3× their cost), the prior's
     are not (1×). The KL of VCL and the mixture bounds on moments are O(P) or O(K²·M·d) and left out."""
-    if method in MAP_METHODS:
+    if method_parts(method).kind == "map":
         return float(configs)
-    k = COMPONENTS if "-GM-" in method else 1
-    if method.endswith("VCL"):
+    k = COMPONENTS if is_mixture(method) else 1
+    if method_parts(method).space == "parameter":
         return float(SAMPLES)
     moments = (1 + 2 * outputs) / 3
     return SAMPLES + k * (3 + 1) * moments
