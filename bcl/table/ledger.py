@@ -305,8 +305,12 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
         es = [entries[c.key, m] for m in TABLE_METHODS]
         ax.scatter(x, [e.paper for e in es], marker="_", s=120, color="black", label="paper", zorder=3)
         ran = [i for i, e in enumerate(es) if e.mean is not None]
-        ax.errorbar([x[i] for i in ran], [es[i].mean for i in ran], yerr=[es[i].sd for i in ran], fmt="o", ms=3,
-                    color="tab:blue", label="ours (mean ± sd)")
+        for own, style in ((True, dict(fmt="o", label="ours (mean ± sd)")),
+                           (False, dict(fmt="o", mfc="white", label="ours, carried over (=)"))):
+            some = [i for i in ran if (not es[i].carried) == own]
+            if some or own:  # the carried marker only where a cell is carried
+                ax.errorbar([x[i] for i in some], [es[i].mean for i in some], yerr=[es[i].sd for i in some], ms=3,
+                            color="tab:blue", **style)
         if not ran:
             ax.text(0.5, 0.5, es[0].status, transform=ax.transAxes, ha="center", fontsize=8, color="0.4")
         ax.set_title(c.label + (" *" if any(e.status in SUBSTITUTE_STATUSES for e in es) else ""), fontsize=8)
@@ -317,7 +321,8 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
         ax.axis("off")
     if footnote:
         fig.text(0.5, 0.05 / height, "\n".join(footnote), ha="center", va="bottom", fontsize=7)
-    axes.flat[0].legend(fontsize=6)
+    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_legend_handles_labels()[0]}
+    axes.flat[0].legend(handles=list(handles.values()), fontsize=6)  # every marker any panel uses
     for row in axes[:, 0]:
         row.set_ylabel("final average accuracy (%)", fontsize=7)
     fig.suptitle(title + "  (* substitute data)", fontsize=10)
