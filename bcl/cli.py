@@ -55,20 +55,20 @@ def run_visualisation(files: list[str], run: str | None = None) -> tuple[Path, d
                         cwd=str(project_root()), progress_bar=False, log_output=False,
                         extra_arguments=KERNEL_ARGUMENTS)
     atomic_write_json(folder / "runner.json", {"wall_s": time.perf_counter() - start,
-                                                "cpu_s": _children_cpu_seconds() - cpu_start, "params": list(files)})
+                                                "cpu_s": _children_cpu_seconds() - cpu_start, "parameter_files": list(files)})
     return folder, json.loads((folder / "numbers.json").read_text())
 
 def visualise_main(argv: list[str] | None = None) -> int:
     "`bcl-visualise PARAMS [VARIANT ...] [--run NAME]`: the visualisation experiment; prints its tables."
     parser = argparse.ArgumentParser(prog="bcl-visualise", description=run_visualisation.__doc__)
-    parser.add_argument("params", nargs="+", help="YAML parameter files or shipped names, base first "
+    parser.add_argument("parameter_files", nargs="+", metavar="PARAMS", help="YAML parameter files or shipped names, base first "
                         f"(shipped: {', '.join(shipped_parameter_files())})")
     parser.add_argument("--run", help="override the run name (folder under results/)")
     return one_line_errors("bcl-visualise", _visualise, parser.parse_args(argv))
 
 def _visualise(args) -> int:
-    folder, numbers = run_visualisation(args.params, args.run)
-    parameters = load_parameters(args.params)
+    folder, numbers = run_visualisation(args.parameter_files, args.run)
+    parameters = load_parameters(args.parameter_files)
     tables = _under_root(parameters.get("tables_folder"), folder / "tables")
     print((tables / f"visualisation_{numbers['sequence']}.md").read_text())
     failed = [m for m, e in numbers["methods"].items() if e["status"] != "ok"]
