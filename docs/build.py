@@ -6,8 +6,8 @@
    `_docs/executed/` under the SHA-256 of the notebook, of `bcl/` and of the flags, so a rebuild runs only the
    notebooks whose inputs changed. A notebook that fails stops the build, naming the cell.
 2. Stage the pages in `_docs/src/`: nbdev's directive lines (`#| export`, ...) dropped from the shown code,
-   `#| hide` and `#| default_exp` cells dropped, an API page per module of `bcl/` (Sphinx autodoc), MathJax
-   copied from the `jupyter-server-mathjax` package (served with the site: no CDN).
+   `#| hide` and `#| default_exp` cells dropped, the user guide `docs/guide.md`, an API page per module of `bcl/`
+   (Sphinx autodoc), MathJax copied from the `jupyter-server-mathjax` package (served with the site: no CDN).
 3. `sphinx-build` (myst-nb, furo theme, `docs/conf.py`) into `_docs/html/`; open `_docs/html/index.html`.
 """
 from __future__ import annotations
@@ -161,6 +161,7 @@ def stage(paths: list[Path]) -> None:
         shutil.rmtree(SRC)
     (SRC / "nbs").mkdir(parents=True)
     shutil.copy2(ROOT / "docs" / "conf.py", SRC / "conf.py")
+    shutil.copy2(ROOT / "docs" / "guide.md", SRC / "guide.md")  # the user guide, beside README
     mathjax = Path(jupyter_server_mathjax.__file__).parent / "static"
     shutil.copytree(mathjax, SRC / "_static" / "mathjax")
     for path in paths:
@@ -184,7 +185,7 @@ def stage(paths: list[Path]) -> None:
         f"# bcl\n\n{config['DEFAULT']['description']}.\n\n"
         "Every page below is a notebook of `nbs/`, executed by `make docs`; cells flagged `slow` or `gpu` are "
         "shown but not run, with a note saying so.\n\n"
-        + toc("Front page", [f"nbs/{s}" for s in front])
+        + toc("Front page", [f"nbs/{s}" for s in front] + ["guide"])
         + "".join(toc(caption, [f"nbs/{s}" for s in names]) for caption, names in parts.items())
         + toc("Papermill templates", [f"nbs/{s}" for s in templates]) + toc("API reference", ["api/index"]),
         encoding="utf-8")

@@ -41,3 +41,29 @@ def test_the_registration_example_imports(tmp_path):
     blocks = [b for b in python_blocks() if "register_sequence" in b]
     assert blocks, "README lost its registration example"
     run(blocks[0], tmp_path)
+
+
+TOP_LEVEL = ("nbs/", "bcl/", "experiments/", "benchmarks/", "parity/", "figures/", "docs/", "scripts/", "tests/")
+
+
+def named_paths(text: str) -> list[str]:
+    """The repository paths a page names in backticks, but what a command writes: paths under results/, paths with a
+    placeholder (`<column>`, `SEQ`, `{md,tex}`) and the "writes" column of README's regeneration table."""
+    text = "\n".join(line.rsplit("|", 2)[0] if line.startswith("|") else line for line in text.splitlines())
+    tokens = {t.rstrip(".,;:") for t in re.findall(r"`([^`\s]+)`", text)}
+    return sorted(t for t in tokens if t.startswith(TOP_LEVEL) and not re.search(r"[<{]|SEQ", t))
+
+
+def test_every_path_the_front_page_and_the_guide_name_exists():
+    "README and docs/guide.md point readers at files: each must be there (a moved notebook or script breaks this)."
+    for page in ("README.md", "docs/guide.md"):
+        paths = named_paths((ROOT / page).read_text())
+        assert len(paths) >= 10, (page, paths)
+        missing = [p for p in paths if not list(ROOT.glob(p.rstrip("/")))]
+        assert not missing, f"{page} names paths that do not exist: {missing}"
+
+
+def test_named_paths_skips_what_commands_write():
+    text = ("| what | command | writes |\n| x | `make demo-iris` | `figures/visualisation_cisplit2diris.*` |\n"
+            "See `nbs/index.ipynb`, `results/table/x`, `experiments/tables/faa_<profile>.md` and `bcl/`.")
+    assert named_paths(text) == ["bcl/", "nbs/index.ipynb"]
