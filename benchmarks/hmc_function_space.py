@@ -239,6 +239,10 @@ def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
     return [row for row in json.loads(committed.read_text()) if run_of(row) not in present]
 
 
+# the paper-settings visualisation run of each sequence, whose stored HMC tasks `table --store` reads
+MAKE_TARGETS = {"cisplit2diris": "make demo-iris", "disinusoid": "make demo-sinusoid"}
+
+
 def _write_table(args, stem, rows) -> None:
     "Write the rows so far (a long computation leaves what it finished)."
     from bcl.core import atomic_write_bytes, atomic_write_json
@@ -248,8 +252,9 @@ def _write_table(args, stem, rows) -> None:
               f"Written by `python benchmarks/hmc_function_space.py table"
               f"{' --sequence ' + args.sequence if args.sequence else ''}"
               f"{' --store ' + args.store + ' --counts ' + ' '.join(map(str, args.counts)) if args.store else ''}` "
-              + ("from the HMC tasks a visualisation run stored (`make demo-iris`: the paper's settings, 1000 warm-up "
-                 "steps, fcnn16, key 1337; seconds of the sampling phase alone, the load not recorded). "
+              + (f"from the HMC tasks a visualisation run stored (`{MAKE_TARGETS[args.sequence]}`: "
+                 "the paper's settings, 1000 warm-up steps, fcnn16, key 1337; seconds of the sampling phase alone, the "
+                 "load not recorded). "
                  if args.store else
                  "from the traces of `python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` "
                  "(1000 warm-up, 100 NUTS steps per chain, fcnn16, key 1337). ") + "max R̂: rank-normalised split R̂ (max of bulk and "
