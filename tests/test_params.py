@@ -30,6 +30,17 @@ def test_parameter_files_validate(files):
     assert checked["sequence"] in ("cisplit2diris", "disinusoid") and "hmc" in checked["methods"]
 
 
+@pytest.mark.parametrize("sequence", ["cisplit2diris", "disinusoid"])
+def test_paper_runs_use_the_papers_64_chains_and_the_demo_2(sequence):
+    "A variant overrides what it reduces: `make demo` must not inherit the paper run's 64 HMC chains (hours on 2 cores)."
+    from bcl.resources import load_parameters
+    folder = ROOT / "experiments" / "params"
+    paper = load_parameters([str(folder / f"paper_{sequence}.yaml")])
+    demo = load_parameters([str(folder / f"paper_{sequence}.yaml"), str(folder / f"demo_{sequence}.yaml")])
+    assert (paper["hmc_chains"], paper["hmc_samples"]) == (64, 200), paper
+    assert demo["hmc_chains"] == 2 and demo["hmc_samples"] <= 100 and demo["run"] == f"demo_{sequence}", demo
+
+
 def test_unknown_parameter_in_a_file_is_refused(tmp_path):
     from bcl.resources import load_parameters
     bad = tmp_path / "bad.yaml"
