@@ -48,7 +48,8 @@ TOP_LEVEL = ("nbs/", "bcl/", "experiments/", "benchmarks/", "parity/", "figures/
 
 def named_paths(text: str) -> list[str]:
     """The repository paths a page names in backticks, but what a command writes: paths under results/, paths with a
-    placeholder (`<column>`, `SEQ`, `{md,tex}`) and the "writes" column of README's regeneration table."""
+    placeholder (`<column>`, `SEQ`, `{md,tex}`) and the last column of every table (in README's regeneration table,
+    what each command writes; so a layout table's description column goes unchecked too)."""
     text = "\n".join(line.rsplit("|", 2)[0] if line.startswith("|") else line for line in text.splitlines())
     tokens = {t.rstrip(".,;:") for t in re.findall(r"`([^`\s]+)`", text)}
     return sorted(t for t in tokens if t.startswith(TOP_LEVEL) and not re.search(r"[<{]|SEQ", t))
