@@ -7,7 +7,9 @@ Two steps:
    each device runs its chains one after the other on a CPU and vmapped on an accelerator, unless `--vmap` or
    `--in-turn` says otherwise), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337,
    the same key at every task). Saves the sampling phase's trace of positions (chains, draws, ...) and the
-   wall/CPU seconds to `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
+   wall/CPU seconds to `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored). With
+   `--store FOLDER`, the task is also kept there as the visualisation keeps it, so that a long run can sample its
+   hardest task first (a stored task is read back only under the same settings, data, key and code).
 2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
    chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
    function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
@@ -26,6 +28,8 @@ Two steps:
 
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
+    python benchmarks/hmc_function_space.py sample --sequence disinusoid --task 5 --chains 64 --samples 400 \
+        --store results/paper_disinusoid/hmc_tasks
     python benchmarks/hmc_function_space.py table
     python benchmarks/hmc_function_space.py gradient --chains 16
     python benchmarks/hmc_function_space.py diagnostics --chains 64 --draws 100
@@ -69,7 +73,7 @@ def sample(args) -> None:
     vectorise = vectorised_chains(args.vectorise, devices)  # --vmap, --in-turn, else by platform
     (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
                               num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              devices=devices, vectorise_chains=vectorise, progress=False)
+                              devices=devices, vectorise_chains=vectorise, progress=False, store=args.store)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -278,6 +282,8 @@ def main() -> None:
     s.add_argument("--warmup", type=int, default=1000)
     s.add_argument("--samples", type=int, default=100)
     s.add_argument("--seed", type=int, default=1337)
+    s.add_argument("--store", help="also keep the task where a visualisation run keeps it (e.g. results/paper_disinusoid/"
+                   "hmc_tasks): with that run's settings and code, the run reads it back instead of sampling it")
     how = s.add_mutually_exclusive_group()
     how.add_argument("--in-turn", dest="vectorise", action="store_const", const=False,
                      help="run each device's chains one after the other (lax.map; the default on a CPU)")
