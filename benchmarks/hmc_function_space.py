@@ -98,11 +98,16 @@ def table(args) -> None:
     from bcl.methods.hmc import convergence_summary, predictive_convergence
     from bcl.models import make_model
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
+    if args.tasks and not args.store:
+        raise SystemExit("--tasks needs --store: it picks tasks of a visualisation run's stored HMC tasks")
     if args.store:
         if not args.sequence:
             raise SystemExit("--store needs --sequence: the visualisation run's sequence")
-        runs = list(stored_runs(Path(args.store), args.sequence))
-        rows = []  # the visualisation run's traces replace the sequence's rows
+        runs = list(stored_runs(Path(args.store), args.sequence, args.tasks))
+        # the visualisation run's traces replace the sequence's rows; with --tasks, only those tasks' rows
+        rows = [] if args.tasks is None else [
+            row for row in committed_rows(ROOT / "experiments" / "tables" / f"{stem}.json")
+            if int(row["task"]) not in args.tasks]
     else:
         paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
         runs = [(json.loads(path.read_text()), path.with_suffix(".npz")) for path in paths]
@@ -214,13 +219,20 @@ def run_of(row: dict) -> tuple[str, int, int]:
     return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
 
 
-def stored_runs(store: Path, name: str):
+def stored_runs(store: Path, name: str, tasks: list[int] | None = None):
     """(record, position trace) of every task a visualisation run stored (`bcl.methods.hmc.save_task_result`, its
-    `hmc_tasks/` folder): the record in the form `sample` writes, its seconds the sampling phase's alone."""
+    `hmc_tasks/` folder), or of those in `tasks`: the record in the form `sample` writes, its seconds the sampling
+    phase's alone."""
     from bcl.methods.hmc import summarise_hmc_info
-    paths = sorted(store.glob("task*-*.pkl"), key=lambda p: int(re.match(r"task(\d+)-", p.name).group(1)))
+    task_of = lambda p: int(re.match(r"task(\d+)-", p.name).group(1))
+    paths = sorted(store.glob("task*-*.pkl"), key=task_of)
     if not paths:
         raise SystemExit(f"{store} holds no stored HMC task (task<T>-<digest>.pkl): run the visualisation first")
+    missing = sorted(set(tasks or []) - {task_of(p) for p in paths})
+    if missing:
+        raise SystemExit(f"{store} holds no stored HMC task {missing} (it has {sorted({task_of(p) for p in paths})}): "
+                         "sample it first (`sample --store`) or leave it out of --tasks")
+    paths = [p for p in paths if tasks is None or task_of(p) in tasks]
     for path in paths:
         stored = pickle.loads(path.read_bytes())
         settings, result = stored["fingerprint"]["settings"], stored["result"]
@@ -234,13 +246,16 @@ def stored_runs(store: Path, name: str):
         yield record, result.trace.position
 
 
+def committed_rows(committed: Path) -> list[dict]:
+    "The rows of a committed table; none where there is no table yet."
+    return json.loads(committed.read_text()) if committed.is_file() else []
+
+
 def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
     """The rows of the committed table whose trace is not among the trace `records` at hand (traces live in the
     git-ignored results folder, which a new checkout lacks): a rebuilt table keeps what earlier runs measured."""
-    if not committed.is_file():
-        return []
     present = {(r["sequence"], int(r["task"]), int(r["chains"])) for r in records}
-    return [row for row in json.loads(committed.read_text()) if run_of(row) not in present]
+    return [row for row in committed_rows(committed) if run_of(row) not in present]
 
 
 # the paper-settings visualisation run of each sequence, whose stored HMC tasks `table --store` reads
@@ -296,6 +311,8 @@ def main() -> None:
     t.add_argument("--counts", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64], help="chain counts to judge")
     t.add_argument("--store", help="a visualisation run's stored HMC tasks (e.g. results/paper_cisplit2diris/"
                    "hmc_tasks) instead of the traces of `sample`; their rows replace the sequence's")
+    t.add_argument("--tasks", type=int, nargs="+", help="with --store: judge only these stored tasks and keep the "
+                   "committed rows of the others (a long table built a task at a time, as the tasks are sampled)")
     g = sub.add_parser("gradient")
     g.add_argument("--sequences", nargs="+", default=["cisplit2diris", "disinusoid"])
     g.add_argument("--chains", type=int, default=16)

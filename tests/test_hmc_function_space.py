@@ -41,3 +41,10 @@ def test_a_store_without_stored_tasks_says_what_to_run(tmp_path):
     import pytest
     with pytest.raises(SystemExit, match="run the visualisation first"):
         list(hmc_function_space.stored_runs(tmp_path, "cisplit2diris"))
+
+
+def test_tasks_not_stored_are_named_before_anything_is_read(tmp_path):
+    import pytest
+    (tmp_path / "task1-0123456789ab.pkl").write_bytes(b"not read")  # read only if asked for
+    with pytest.raises(SystemExit, match=r"no stored HMC task \[2, 3\] \(it has \[1\]\)"):
+        list(hmc_function_space.stored_runs(tmp_path, "disinusoid", [3, 2]))
