@@ -262,14 +262,15 @@ def chains(args) -> None:
     began = time.perf_counter()
     (record, result), = stored_results(Path(args.store), args.sequence, [args.task])
     sequence = load_sequence(args.sequence)
-    if sequence.n_outputs != 2:
-        raise SystemExit(f"{args.sequence} has {sequence.n_outputs} classes: `chains` reads class 1 of a binary task")
     model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
     xs = np.concatenate([np.concatenate([task.test.xs for task in sequence.tasks]),
                          plot_grid(PLOT_WINDOWS[args.sequence], args.grid_resolution)]).astype(np.float32)
-    predict = jax.jit(lambda positions, x: predictive_draws(positions, model, x, sequence.likelihood)[..., 1])
-    draws = np.concatenate([np.asarray(predict(result.trace.position, xs[i:i + 1000]))
-                            for i in range(0, len(xs), 1000)], axis=2)  # (chains, draws, points)
+    predict = jax.jit(lambda positions, x: predictive_draws(positions, model, x, sequence.likelihood))
+    blocks = [np.asarray(predict(result.trace.position, xs[i:i + 1000])) for i in range(0, len(xs), 1000)]
+    if blocks[0].shape[-1] != 2:
+        raise SystemExit(f"{args.sequence} has {blocks[0].shape[-1]} classes: `chains` reads class 1 of a binary task")
+    draws = np.concatenate([block[..., 1] for block in blocks], axis=2)  # (chains, draws, points)
+    del blocks
     n_chains, n_draws = draws.shape[:2]
     rhat = scalar_rhat(draws)
     over = rhat > RHAT_THRESHOLD
