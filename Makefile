@@ -94,10 +94,11 @@ demo: env
 demo-iris: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
 
-## DI Sinusoid with the paper's settings and the paper's 64 HMC chains, 200 draws each
-## (figures/visualisation_disinusoid.*; 3-4 hours on 2 cores, most of it HMC; a stopped run resumes at its first
-## task not sampled, kept in results/paper_disinusoid/hmc_tasks/). Memory: at least 24 GB when the last task is
-## sampled in the process that then predicts; 17 GB when every task is read back from that folder.
+## DI Sinusoid with the paper's settings and the paper's 64 HMC chains, 400 draws each
+## (figures/visualisation_disinusoid.*; about 5 hours on 2 cores, most of it HMC: sampling the five tasks 3.9 hours,
+## task 5 alone 90 minutes, then the reference's predictions and diagnostics about an hour, 6.8 GB at most; a stopped
+## run resumes at its first task not sampled, kept in results/paper_disinusoid/hmc_tasks/). HMC's predictive sums the
+## draws in chunks (bcl.methods.hmc.PREDICT_CHUNK); with 200 draws, predicting all at once needed 24 GB.
 demo-sinusoid: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml
 

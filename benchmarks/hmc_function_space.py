@@ -7,7 +7,9 @@ Two steps:
    each device runs its chains one after the other on a CPU and vmapped on an accelerator, unless `--vmap` or
    `--in-turn` says otherwise), as `bcl.figure.visualisation` runs it (model fcnn16, prior precision 1, key 1337,
    the same key at every task). Saves the sampling phase's trace of positions (chains, draws, ...) and the
-   wall/CPU seconds to `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored).
+   wall/CPU seconds to `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored). With
+   `--store FOLDER`, the task is also kept there as the visualisation keeps it, so that a long run can sample its
+   hardest task first (a stored task is read back only under the same settings, data, key and code).
 2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
    chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
    function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
@@ -23,12 +25,24 @@ Two steps:
    `rank_rhat` and `bulk_ess` apart, `rank_diagnostics` (one ranking for both), and the lag-by-lag autocovariance
    against a batched `jnp.correlate` (what the ESS used before), all in one run so that their ratios hold on a
    shared machine.
+5. `chains`: which chains hold one stored task's function-space R̂ over the threshold. For the class-1 predictive
+   probability at the test and grid points (binary tasks: class 0's R̂ is the same up to rounding), each chain's
+   distance from the others (the mean over the scalars over the threshold of |chain mean − median of the chain
+   means| / their spread), its adaptation and trajectories (step size against the chains' median, acceptance,
+   divergences, leapfrog steps per NUTS step, the share of steps at the cap of 2^10 − 1), whether its two halves
+   sit on the same side (correlation of their deviations), then R̂ with the most distant 1..`--drop` chains left
+   out against `--controls` random pairs left out (a control that falls too says the chains are merely few).
+   Prints a table and writes `benchmarks/results/hmc_chains_<sequence>_task<T>.json` with its provenance.
 
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
+    python benchmarks/hmc_function_space.py sample --sequence disinusoid --task 5 --chains 64 --samples 400 \
+        --store results/paper_disinusoid/hmc_tasks
     python benchmarks/hmc_function_space.py table
     python benchmarks/hmc_function_space.py gradient --chains 16
     python benchmarks/hmc_function_space.py diagnostics --chains 64 --draws 100
+    python benchmarks/hmc_function_space.py chains --sequence disinusoid --task 5 \
+        --store results/paper_disinusoid/hmc_tasks
 """
 from __future__ import annotations
 
@@ -69,7 +83,7 @@ def sample(args) -> None:
     vectorise = vectorised_chains(args.vectorise, devices)  # --vmap, --in-turn, else by platform
     (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
                               num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              devices=devices, vectorise_chains=vectorise, progress=False)
+                              devices=devices, vectorise_chains=vectorise, progress=False, store=args.store)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -94,11 +108,16 @@ def table(args) -> None:
     from bcl.methods.hmc import convergence_summary, predictive_convergence
     from bcl.models import make_model
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
+    if args.tasks and not args.store:
+        raise SystemExit("--tasks needs --store: it picks tasks of a visualisation run's stored HMC tasks")
     if args.store:
         if not args.sequence:
             raise SystemExit("--store needs --sequence: the visualisation run's sequence")
-        runs = list(stored_runs(Path(args.store), args.sequence))
-        rows = []  # the visualisation run's traces replace the sequence's rows
+        runs = list(stored_runs(Path(args.store), args.sequence, args.tasks))
+        # the visualisation run's traces replace the sequence's rows; with --tasks, only those tasks' rows
+        rows = [] if args.tasks is None else [
+            row for row in committed_rows(ROOT / "experiments" / "tables" / f"{stem}.json")
+            if int(row["task"]) not in args.tasks]
     else:
         paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
         runs = [(json.loads(path.read_text()), path.with_suffix(".npz")) for path in paths]
@@ -205,18 +224,134 @@ def diagnostics(args) -> None:
           f"{float(jnp.abs(a - b).max()):.1e})", flush=True)
 
 
+def chain_distances(draws, over) -> "np.ndarray":
+    """How far each chain sits from the others at the scalars `over` (a mask of the trailing axes of draws (C, N,
+    ...)): the mean over those scalars of |chain mean − median of the chain means| / the chain means' spread."""
+    import numpy as np
+    means = np.asarray(draws, np.float64).mean(axis=1)[:, np.asarray(over)]
+    return (np.abs(means - np.median(means, axis=0)) / (means.std(axis=0) + 1e-12)).mean(axis=1)
+
+
+def scalar_rhat(draws, block: int = 1000) -> "np.ndarray":
+    "Rank-normalised split R̂ (S,) of draws (C, N, S), S in blocks of `block`."
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from bcl.methods.hmc import rank_rhat
+    compiled = jax.jit(rank_rhat)
+    return np.concatenate([np.asarray(compiled(jnp.asarray(draws[:, :, i:i + block])))
+                           for i in range(0, draws.shape[2], block)])
+
+
+def leave_out_rhat(draws, out, threshold: float = 1.01) -> tuple[float, int]:
+    "(max R̂, scalars over `threshold`) of draws (C, N, S) without the chains `out`."
+    import numpy as np
+    rhat = scalar_rhat(draws[np.setdiff1d(np.arange(draws.shape[0]), np.asarray(out, int))])
+    return float(rhat.max()), int((rhat > threshold).sum())
+
+
+def chains(args) -> None:
+    import jax
+    import numpy as np
+    from bcl.core import atomic_write_json
+    from bcl.data.sequences import load_sequence
+    from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
+    from bcl.methods.hmc import RHAT_THRESHOLD, predictive_draws
+    from bcl.models import make_model
+    from bcl.provenance import provenance
+    began = time.perf_counter()
+    (record, result), = stored_results(Path(args.store), args.sequence, [args.task])
+    sequence = load_sequence(args.sequence)
+    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+    xs = np.concatenate([np.concatenate([task.test.xs for task in sequence.tasks]),
+                         plot_grid(PLOT_WINDOWS[args.sequence], args.grid_resolution)]).astype(np.float32)
+    predict = jax.jit(lambda positions, x: predictive_draws(positions, model, x, sequence.likelihood))
+    blocks = [np.asarray(predict(result.trace.position, xs[i:i + 1000])) for i in range(0, len(xs), 1000)]
+    if blocks[0].shape[-1] != 2:
+        raise SystemExit(f"{args.sequence} has {blocks[0].shape[-1]} classes: `chains` reads class 1 of a binary task")
+    draws = np.concatenate([block[..., 1] for block in blocks], axis=2)  # (chains, draws, points)
+    del blocks
+    n_chains, n_draws = draws.shape[:2]
+    rhat = scalar_rhat(draws)
+    over = rhat > RHAT_THRESHOLD
+    max_rhat, n_over = float(rhat.max()), int(over.sum())
+    print(f"{args.sequence} task {args.task}: {n_chains} chains × {n_draws} draws, class-1 probability at {len(xs)} "
+          f"points: max R̂ {max_rhat:.4f}, {n_over} over {RHAT_THRESHOLD}", flush=True)
+    if n_over == 0:
+        raise SystemExit("no scalar is over the threshold: nothing to attribute")
+    distance = chain_distances(draws, over)
+    order = np.argsort(-distance)
+    info, trace = result.info, result.trace
+    steps = np.asarray(trace.num_integration_steps)
+    step_size = np.asarray(info.step_size)
+    pooled = draws[:, :, over].mean(axis=(0, 1))  # all chains' mean at the scalars over
+
+    def describe(c):
+        halves = [draws[c, part][:, over].mean(axis=0) - pooled
+                  for part in (slice(0, n_draws // 2), slice(n_draws // 2, None))]
+        return {"chain": int(c), "distance": round(float(distance[c]), 2),
+                "step size / median": round(float(step_size[c] / np.median(step_size)), 2),
+                "acceptance": round(float(np.asarray(info.acceptance_rate)[c]), 3),
+                "divergent": int(np.asarray(info.n_divergent)[c]),
+                "leapfrog steps / NUTS step": round(float(steps[c].mean()), 1),
+                "share at the cap": round(float((steps[c] >= 2 ** 10 - 1).mean()), 3),
+                "halves agree (correlation)": round(float(np.corrcoef(*halves)[0, 1]), 3)}
+    median = {"step size / median": 1.0,
+              "acceptance": round(float(np.median(np.asarray(info.acceptance_rate))), 3),
+              "divergent": float(np.median(np.asarray(info.n_divergent))),
+              "leapfrog steps / NUTS step": round(float(np.median(steps.mean(axis=1))), 1),
+              "share at the cap": round(float(np.median((steps >= 2 ** 10 - 1).mean(axis=1))), 3)}
+    rows = [describe(c) for c in order[:args.show]]
+    for row in rows:
+        print(row, flush=True)
+    print("median chain:", median, flush=True)
+    left_out = []
+    for k in range(1, args.drop + 1):
+        out = sorted(order[:k].tolist())
+        m, n = leave_out_rhat(draws, out, RHAT_THRESHOLD)
+        left_out.append({"left out": out, "how": f"the {k} most distant", "max R̂": round(m, 4), "over": n})
+        print(left_out[-1], flush=True)
+    rng = np.random.default_rng(0)
+    for _ in range(args.controls):
+        out = sorted(rng.choice(n_chains, 2, replace=False).tolist())
+        m, n = leave_out_rhat(draws, out, RHAT_THRESHOLD)
+        left_out.append({"left out": out, "how": "2 at random", "max R̂": round(m, 4), "over": n})
+        print(left_out[-1], flush=True)
+    out_path = ROOT / "benchmarks" / "results" / f"hmc_chains_{args.sequence}_task{args.task}.json"
+    atomic_write_json(out_path, {
+        "command": " ".join(["python", "benchmarks/hmc_function_space.py", *sys.argv[1:]]),
+        "sequence": args.sequence, "task": args.task, "chains": n_chains, "draws per chain": n_draws,
+        "points": len(xs), "max R̂": round(max_rhat, 4), "over": n_over, "threshold": RHAT_THRESHOLD,
+        "sampled by bcl_code": record["provenance"]["bcl_code"], "most distant chains": rows, "median chain": median,
+        "left out": left_out, "seconds": round(time.perf_counter() - began, 1), "provenance": provenance()})
+    print(f"wrote {out_path.relative_to(ROOT)} ({time.perf_counter() - began:.0f} s)")
+
+
 def run_of(row: dict) -> tuple[str, int, int]:
     "(sequence, task, chains of the run) of a table row: the trace it was computed from."
     return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
 
 
-def stored_runs(store: Path, name: str):
+def stored_runs(store: Path, name: str, tasks: list[int] | None = None):
     """(record, position trace) of every task a visualisation run stored (`bcl.methods.hmc.save_task_result`, its
-    `hmc_tasks/` folder): the record in the form `sample` writes, its seconds the sampling phase's alone."""
+    `hmc_tasks/` folder), or of those in `tasks`: the record in the form `sample` writes, its seconds the sampling
+    phase's alone."""
+    for record, result in stored_results(store, name, tasks):
+        yield record, result.trace.position
+
+
+def stored_results(store: Path, name: str, tasks: list[int] | None = None):
+    "(record, `HMCResult` with its trace) of the stored tasks, as `stored_runs`."
     from bcl.methods.hmc import summarise_hmc_info
-    paths = sorted(store.glob("task*-*.pkl"), key=lambda p: int(re.match(r"task(\d+)-", p.name).group(1)))
+    task_of = lambda p: int(re.match(r"task(\d+)-", p.name).group(1))
+    paths = sorted(store.glob("task*-*.pkl"), key=task_of)
     if not paths:
         raise SystemExit(f"{store} holds no stored HMC task (task<T>-<digest>.pkl): run the visualisation first")
+    missing = sorted(set(tasks or []) - {task_of(p) for p in paths})
+    if missing:
+        raise SystemExit(f"{store} holds no stored HMC task {missing} (it has {sorted({task_of(p) for p in paths})}): "
+                         "sample it first (`sample --store`) or leave it out of --tasks")
+    paths = [p for p in paths if tasks is None or task_of(p) in tasks]
     for path in paths:
         stored = pickle.loads(path.read_bytes())
         settings, result = stored["fingerprint"]["settings"], stored["result"]
@@ -227,16 +362,19 @@ def stored_runs(store: Path, name: str):
                   "warmup": settings["num_warmup"], "wall_s": float(result.run_seconds),
                   "parameter_space": summarise_hmc_info(result.info),
                   "provenance": {"bcl_code": stored["fingerprint"]["code"]}}
-        yield record, result.trace.position
+        yield record, result
+
+
+def committed_rows(committed: Path) -> list[dict]:
+    "The rows of a committed table; none where there is no table yet."
+    return json.loads(committed.read_text()) if committed.is_file() else []
 
 
 def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
     """The rows of the committed table whose trace is not among the trace `records` at hand (traces live in the
     git-ignored results folder, which a new checkout lacks): a rebuilt table keeps what earlier runs measured."""
-    if not committed.is_file():
-        return []
     present = {(r["sequence"], int(r["task"]), int(r["chains"])) for r in records}
-    return [row for row in json.loads(committed.read_text()) if run_of(row) not in present]
+    return [row for row in committed_rows(committed) if run_of(row) not in present]
 
 
 # the paper-settings visualisation run of each sequence, whose stored HMC tasks `table --store` reads
@@ -278,6 +416,8 @@ def main() -> None:
     s.add_argument("--warmup", type=int, default=1000)
     s.add_argument("--samples", type=int, default=100)
     s.add_argument("--seed", type=int, default=1337)
+    s.add_argument("--store", help="also keep the task where a visualisation run keeps it (e.g. results/paper_disinusoid/"
+                   "hmc_tasks): with that run's settings and code, the run reads it back instead of sampling it")
     how = s.add_mutually_exclusive_group()
     how.add_argument("--in-turn", dest="vectorise", action="store_const", const=False,
                      help="run each device's chains one after the other (lax.map; the default on a CPU)")
@@ -290,14 +430,25 @@ def main() -> None:
     t.add_argument("--counts", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64], help="chain counts to judge")
     t.add_argument("--store", help="a visualisation run's stored HMC tasks (e.g. results/paper_cisplit2diris/"
                    "hmc_tasks) instead of the traces of `sample`; their rows replace the sequence's")
+    t.add_argument("--tasks", type=int, nargs="+", help="with --store: judge only these stored tasks and keep the "
+                   "committed rows of the others (a long table built a task at a time, as the tasks are sampled)")
     g = sub.add_parser("gradient")
     g.add_argument("--sequences", nargs="+", default=["cisplit2diris", "disinusoid"])
     g.add_argument("--chains", type=int, default=16)
     d = sub.add_parser("diagnostics")
     d.add_argument("--chains", type=int, default=64)
     d.add_argument("--draws", type=int, default=100)
+    c = sub.add_parser("chains")
+    c.add_argument("--sequence", required=True, choices=["disinusoid"], help="a binary sequence")
+    c.add_argument("--task", type=int, required=True)
+    c.add_argument("--store", required=True, help="a visualisation run's stored HMC tasks")
+    c.add_argument("--grid-resolution", type=int, default=100)
+    c.add_argument("--show", type=int, default=6, help="chains described, the most distant first")
+    c.add_argument("--drop", type=int, default=3, help="left out: the 1..DROP most distant chains")
+    c.add_argument("--controls", type=int, default=4, help="random pairs of chains left out, for comparison")
     args = parser.parse_args()
-    {"sample": sample, "table": table, "gradient": gradient, "diagnostics": diagnostics}[args.command](args)
+    {"sample": sample, "table": table, "gradient": gradient, "diagnostics": diagnostics,
+     "chains": chains}[args.command](args)
 
 
 if __name__ == "__main__":

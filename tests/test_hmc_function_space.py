@@ -41,3 +41,23 @@ def test_a_store_without_stored_tasks_says_what_to_run(tmp_path):
     import pytest
     with pytest.raises(SystemExit, match="run the visualisation first"):
         list(hmc_function_space.stored_runs(tmp_path, "cisplit2diris"))
+
+
+def test_tasks_not_stored_are_named_before_anything_is_read(tmp_path):
+    import pytest
+    (tmp_path / "task1-0123456789ab.pkl").write_bytes(b"not read")  # read only if asked for
+    with pytest.raises(SystemExit, match=r"no stored HMC task \[2, 3\] \(it has \[1\]\)"):
+        list(hmc_function_space.stored_runs(tmp_path, "disinusoid", [3, 2]))
+
+
+def test_one_chain_apart_is_named_and_leaving_it_out_settles_rhat():
+    import numpy as np
+    rng = np.random.default_rng(3)
+    draws = rng.normal(size=(16, 1000, 5)).astype(np.float32)
+    draws[11] += 1.5  # one chain sits apart at every scalar, as a chain that never reaches the others' region
+    rhat = hmc_function_space.scalar_rhat(draws)
+    assert rhat.min() > 1.05
+    distances = hmc_function_space.chain_distances(draws, rhat > 1.01)
+    assert np.argmax(distances) == 11 and distances[11] > 2 * np.sort(distances)[-2]
+    assert hmc_function_space.leave_out_rhat(draws, [11])[1] == 0  # no scalar over 1.01 without it
+    assert hmc_function_space.leave_out_rhat(draws, [0, 1])[1] == 5  # leaving out others does not help

@@ -25,19 +25,19 @@ def test_parameter_files_validate(files):
     from bcl.resources import load_parameters
     defaults = template_defaults()
     assert set(defaults) == set(PARAMETER_TYPES)  # the template and the validator know the same parameters
-    params = defaults | load_parameters([str(ROOT / "experiments" / "params" / f) for f in files])
-    checked = validate_parameters(params)
+    settings = defaults | load_parameters([str(ROOT / "experiments" / "params" / f) for f in files])
+    checked = validate_parameters(settings)
     assert checked["sequence"] in ("cisplit2diris", "disinusoid") and "hmc" in checked["methods"]
 
 
-@pytest.mark.parametrize("sequence", ["cisplit2diris", "disinusoid"])
-def test_paper_runs_use_the_papers_64_chains_and_the_demo_2(sequence):
+@pytest.mark.parametrize("sequence, draws", [("cisplit2diris", 200), ("disinusoid", 400)])
+def test_paper_runs_use_the_papers_64_chains_and_the_demo_2(sequence, draws):
     "A variant overrides what it reduces: `make demo` must not inherit the paper run's 64 HMC chains (hours on 2 cores)."
     from bcl.resources import load_parameters
     folder = ROOT / "experiments" / "params"
     paper = load_parameters([str(folder / f"paper_{sequence}.yaml")])
     demo = load_parameters([str(folder / f"paper_{sequence}.yaml"), str(folder / f"demo_{sequence}.yaml")])
-    assert (paper["hmc_chains"], paper["hmc_samples"]) == (64, 200), paper
+    assert (paper["hmc_chains"], paper["hmc_samples"]) == (64, draws), paper
     assert demo["hmc_chains"] == 2 and demo["hmc_samples"] <= 100 and demo["run"] == f"demo_{sequence}", demo
 
 

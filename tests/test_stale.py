@@ -35,6 +35,9 @@ def test_a_producer_runs_the_modules_it_imports_and_no_others():
     visualisation = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/visualisation_x.json"))
     assert {"figure/report.py", "methods/hmc.py", "vi/svi.py"} <= visualisation
     assert "table/cell.py" not in visualisation
+    cell = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/faa_offline.json"))
+    assert {"table/cell.py", "serialise.py", "vi/svi.py", "methods/map.py"} <= cell
+    assert not {"figure/report.py", "figure/visualisation.py", "methods/hmc.py"} & cell  # plotting, HMC: not a cell's
     assert stale.producer_of(stale.ROOT / "experiments/tables/unknown.json") is None
 
 

@@ -5,39 +5,22 @@
 # %% ../../nbs/figure/51_report.ipynb #020af4d9
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
-import jax
 import numpy as np
 
 from ..core import TaskSequence, atomic_write_bytes, atomic_write_json
 from .visualisation import AXIS_LABELS, grid_shape
 from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, METHOD_LABELS
+from ..serialise import json_ready
 
 # %% auto #0
-__all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'json_ready', 'write_numbers', 'read_numbers',
-           'draw_visualisation', 'label_points', 'unconverged_tasks', 'draw_distances', 'summary_rows', 'distance_rows',
-           'hmc_rows', 'markdown_table', 'write_report']
+__all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'write_numbers', 'read_numbers', 'draw_visualisation',
+           'label_points', 'unconverged_tasks', 'draw_distances', 'summary_rows', 'distance_rows', 'hmc_rows',
+           'markdown_table', 'write_report']
 
 # %% ../../nbs/figure/51_report.ipynb #c22a381b
-def json_ready(value):
-    "`value` with NumPy/JAX arrays and scalars turned into lists and floats, and non-finite floats into None."
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    if isinstance(value, (np.ndarray, jax.Array)):
-        return json_ready(np.asarray(value).tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
-
 def write_numbers(folder, numbers: dict, grids: dict[str, np.ndarray]) -> tuple[Path, Path]:
     "Write `numbers.json` (with the run's provenance) and `grid_probabilities.npz` (one array per method) atomically."
     import io

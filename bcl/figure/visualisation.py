@@ -229,9 +229,9 @@ PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, 
                    "tables_folder": (str, type(None)), "fast_compile": (bool, type(None)),
                    "hmc_parallel": bool, "progress": bool}
 
-def check_parameter_names(params: dict) -> None:
-    "`ValueError` if `params` holds a name that is not a parameter of the visualisation experiment."
-    unknown = sorted(set(params) - set(PARAMETER_TYPES))
+def check_parameter_names(settings: dict) -> None:
+    "`ValueError` if `settings` holds a name that is not a parameter of the visualisation experiment."
+    unknown = sorted(set(settings) - set(PARAMETER_TYPES))
     if unknown:
         raise ValueError(f"Unknown parameter(s) {unknown}. Valid parameters: {', '.join(PARAMETER_TYPES)}.")
 
@@ -239,44 +239,44 @@ def _type_name(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
 
-def validate_parameters(params: dict) -> dict:
+def validate_parameters(settings: dict) -> dict:
     "Check types and values of the experiment parameters; return them with method names in lower case."
-    check_parameter_names(params)
-    missing = sorted(set(PARAMETER_TYPES) - set(params))
+    check_parameter_names(settings)
+    missing = sorted(set(PARAMETER_TYPES) - set(settings))
     if missing:
         raise ValueError(f"Missing parameter(s) {missing}.")
     for name, kind in PARAMETER_TYPES.items():
-        value = params[name]
+        value = settings[name]
         ok = isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float, (int, type(None))))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             ok = True
         if not ok:
             raise ValueError(f"Parameter {name!r} must be {_type_name(kind)}, got {value!r} ({type(value).__name__}).")
-    out = dict(params)
-    if params["sequence"] not in VISUALISATION_SEQUENCES:
-        raise ValueError(f"Unknown sequence {params['sequence']!r} for the visualisation. Valid sequences: "
+    out = dict(settings)
+    if settings["sequence"] not in VISUALISATION_SEQUENCES:
+        raise ValueError(f"Unknown sequence {settings['sequence']!r} for the visualisation. Valid sequences: "
                          f"{', '.join(VISUALISATION_SEQUENCES)}.")
-    out["methods"] = method_names(params["methods"])
-    if params["preset"] not in SETTINGS_CHOICES:
-        raise ValueError(f"Unknown preset {params['preset']!r}; valid presets: {', '.join(SETTINGS_CHOICES)}.")
-    seeds = params["seeds"]
+    out["methods"] = method_names(settings["methods"])
+    if settings["preset"] not in SETTINGS_CHOICES:
+        raise ValueError(f"Unknown preset {settings['preset']!r}; valid presets: {', '.join(SETTINGS_CHOICES)}.")
+    seeds = settings["seeds"]
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of non-negative integers, got {seeds!r}.")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds repeat in {seeds!r}; list each seed once.")
     for name in ("hmc_chains", "hmc_samples", "hmc_max_doublings", "grid_resolution"):
-        if params[name] < (2 if name == "grid_resolution" else 1):
+        if settings[name] < (2 if name == "grid_resolution" else 1):
             raise ValueError(f"Parameter {name!r} must be at least {2 if name == 'grid_resolution' else 1}, "
-                             f"got {params[name]!r}.")
-    if params["hmc_reference"] not in HMC_REFERENCES:
-        raise ValueError(f"Parameter 'hmc_reference' must be one of {HMC_REFERENCES}, got {params['hmc_reference']!r}.")
-    if params["hmc_warmup"] < 0:
-        raise ValueError(f"Parameter 'hmc_warmup' must be non-negative, got {params['hmc_warmup']!r}.")
-    if params["epochs"] is not None and params["epochs"] < 1:
-        raise ValueError(f"Parameter 'epochs' must be a positive integer or None (the paper's), got {params['epochs']!r}.")
-    if not 0 < params["kl_floor"] < 0.5:
-        raise ValueError(f"Parameter 'kl_floor' must lie in (0, 0.5), got {params['kl_floor']!r}.")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", params["run"]):
+                             f"got {settings[name]!r}.")
+    if settings["hmc_reference"] not in HMC_REFERENCES:
+        raise ValueError(f"Parameter 'hmc_reference' must be one of {HMC_REFERENCES}, got {settings['hmc_reference']!r}.")
+    if settings["hmc_warmup"] < 0:
+        raise ValueError(f"Parameter 'hmc_warmup' must be non-negative, got {settings['hmc_warmup']!r}.")
+    if settings["epochs"] is not None and settings["epochs"] < 1:
+        raise ValueError(f"Parameter 'epochs' must be a positive integer or None (the paper's), got {settings['epochs']!r}.")
+    if not 0 < settings["kl_floor"] < 0.5:
+        raise ValueError(f"Parameter 'kl_floor' must lie in (0, 0.5), got {settings['kl_floor']!r}.")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", settings["run"]):
         raise ValueError(f"Parameter 'run' names a folder under results/: letters, digits, '_', '.', '-' only; "
-                         f"got {params['run']!r}.")
+                         f"got {settings['run']!r}.")
     return out

@@ -29,7 +29,7 @@ from ..engine.train import nll_sum, predict_probabilities
 from ..provenance import canonical_json, code_version
 
 # %% auto #0
-__all__ = ['RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior',
+__all__ = ['PREDICT_CHUNK', 'RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior',
            'joint_log_density', 'split_rhat', 'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain',
            'HMCInfo', 'HMCResult', 'vectorised_chains', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices',
            'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise',
@@ -324,10 +324,19 @@ def hmc_initial_positions(key: jax.Array, model: Model, n_chains: int):
     check_positive("n_chains", n_chains, integer=True)
     return jax.vmap(model.init)(jax.random.split(key, n_chains))
 
-def hmc_predict(samples, model: Model, xs, likelihood: str) -> jax.Array:
-    "Bayesian model average of the predictive probabilities (n, C) over the leading (chain) axis of `samples`."
-    probabilities = jax.vmap(lambda params: predict_probabilities(model.apply(params, jnp.asarray(xs)), likelihood))
-    return probabilities(samples).mean(0)
+PREDICT_CHUNK = 256  # draws per block of hmc_predict: its memory grows with chunk × inputs × widest layer, not draws
+
+@functools.partial(jax.jit, static_argnames=("model", "likelihood"))
+def _probability_sum(samples, xs, model: Model, likelihood: str) -> jax.Array:
+    "Σ over the leading axis of `samples` of the predictive probabilities (n, C) at `xs`."
+    return jax.vmap(lambda params: predict_probabilities(model.apply(params, xs), likelihood))(samples).sum(0)
+
+def hmc_predict(samples, model: Model, xs, likelihood: str, *, chunk: int = PREDICT_CHUNK) -> jax.Array:
+    "Bayesian model average of the predictive probabilities (n, C) over the leading (draw) axis of `samples`, `chunk` draws at a time."
+    check_positive("chunk", chunk, integer=True)
+    n, xs = jax.tree.leaves(samples)[0].shape[0], jnp.asarray(xs)
+    blocks = (jax.tree.map(lambda a: a[i:i + chunk], samples) for i in range(0, n, chunk))
+    return sum(_probability_sum(block, xs, model, likelihood) for block in blocks) / n
 
 def hmc_accuracy(samples, model: Model, xs, ys, likelihood: str) -> float:
     "Accuracy of the BMA predictive's most probable class."

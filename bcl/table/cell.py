@@ -286,7 +286,7 @@ REQUIRED_FIELDS = ("column", "method", "profile", "final_average_accuracy", "con
 
 def write_cell(folder: str | os.PathLike, numbers: dict) -> Path:
     "Write `numbers` to `folder/numbers.json` atomically."
-    from bcl.figure.report import json_ready
+    from bcl.serialise import json_ready
     return atomic_write_json(Path(folder) / "numbers.json", json_ready(numbers))
 
 def read_cell(folder: str | os.PathLike) -> tuple[dict | None, str]:

@@ -77,7 +77,7 @@ from bcl.metrics import final_average_accuracy
 # with a `ValueError` listing the valid values.
 
 # %%
-params = validate_parameters(dict(
+settings = validate_parameters(dict(
     run=run, sequence=sequence, methods=methods, seeds=seeds, epochs=epochs, preset=preset, hmc_chains=hmc_chains,
     hmc_warmup=hmc_warmup, hmc_samples=hmc_samples, hmc_max_doublings=hmc_max_doublings,
     hmc_reference=hmc_reference, hmc_pad=hmc_pad,
@@ -92,7 +92,7 @@ def folder(value, default: Path) -> Path:
 run_folder = folder(results_folder, results_dir() / run)
 figure_folder = folder(figures_folder, run_folder / "figures")
 table_folder = folder(tables_folder, run_folder / "tables")
-print(params)
+print(settings)
 print(f"numbers → {run_folder}, figures → {figure_folder}, tables → {table_folder}")
 
 # %% [markdown]
@@ -117,7 +117,7 @@ hmc_settings = dict(n_chains=hmc_chains, num_warmup=hmc_warmup, num_samples=hmc_
                     devices=parallel_chain_devices(hmc_chains) if hmc_parallel else None,
                     store=run_folder / "hmc_tasks")  # each task kept as it ends: a stopped run resumes
 entries, grids = {}, {}
-for name in params["methods"]:
+for name in settings["methods"]:
     def build_and_run(name=name):
         spec = build_method(name, task_sequence, preset, epochs=epochs, hmc=hmc_settings)
         return run_method(spec, task_sequence, seeds, grid_xs, progress=progress, fast_compile=fast_compile)
@@ -164,7 +164,7 @@ if "hmc" in grids:
 # ## The numbers, written atomically
 
 # %%
-numbers = {"run": run, "sequence": sequence, "parameters": params, "window": window,
+numbers = {"run": run, "sequence": sequence, "parameters": settings, "window": window,
            "grid_resolution": grid_resolution, "n_tasks": len(task_sequence), "methods": entries,
            "wall_s": time.perf_counter() - start}
 json_path, npz_path = write_numbers(run_folder, numbers, grids)
@@ -188,7 +188,7 @@ display(Image(filename=str(figure_folder / f"visualisation_{sequence}.png"), wid
 # %%
 import json
 written = json.loads(json_path.read_text())
-assert list(written["methods"]) == params["methods"], written["methods"].keys()
+assert list(written["methods"]) == settings["methods"], written["methods"].keys()
 for name, entry in written["methods"].items():
     if entry["status"] == "ok":
         accuracy = np.asarray(entry["test_accuracy"], float)
