@@ -33,6 +33,11 @@ Two steps:
    sit on the same side (correlation of their deviations), then R̂ with the most distant 1..`--drop` chains left
    out against `--controls` random pairs left out (a control that falls too says the chains are merely few).
    Prints a table and writes `benchmarks/results/hmc_chains_<sequence>_task<T>.json` with its provenance.
+6. `rerun`: one chain of a stored task sampled again alone (`--chain`), from the run's own key, start and data, with
+   each warm-up target acceptance of `--targets` (0.8, the run's, first: it must give the stored chain back); its step
+   size, acceptance, divergences, distance from the other chains (as `chains` measures it) and R̂ with it in place of
+   the stored chain, judged at the points whose stored R̂ exceeds `--near`. Writes
+   `benchmarks/results/hmc_rerun_<sequence>_task<T>_chain<C>.json`.
 
 Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
@@ -42,6 +47,8 @@ Usage:
     python benchmarks/hmc_function_space.py gradient --chains 16
     python benchmarks/hmc_function_space.py diagnostics --chains 64 --draws 100
     python benchmarks/hmc_function_space.py chains --sequence disinusoid --task 5 \
+        --store results/paper_disinusoid/hmc_tasks
+    python benchmarks/hmc_function_space.py rerun --sequence disinusoid --task 5 --chain 20 \
         --store results/paper_disinusoid/hmc_tasks
 """
 from __future__ import annotations
@@ -250,27 +257,35 @@ def leave_out_rhat(draws, out, threshold: float = 1.01) -> tuple[float, int]:
     return float(rhat.max()), int((rhat > threshold).sum())
 
 
-def chains(args) -> None:
+def class1_draws(name: str, positions, grid_resolution: int = 100, points=None):
+    """(sequence, model, inputs, class-1 predictive probabilities (chains, draws, inputs)) of a trace's positions at
+    the sequence's test points and plotting grid (or at the rows `points` of those inputs), 1,000 inputs at a time."""
     import jax
     import numpy as np
-    from bcl.core import atomic_write_json
     from bcl.data.sequences import load_sequence
     from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
-    from bcl.methods.hmc import RHAT_THRESHOLD, predictive_draws
+    from bcl.methods.hmc import predictive_draws
     from bcl.models import make_model
+    sequence = load_sequence(name)
+    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+    xs = np.concatenate([np.concatenate([task.test.xs for task in sequence.tasks]),
+                         plot_grid(PLOT_WINDOWS[name], grid_resolution)]).astype(np.float32)
+    xs = xs if points is None else xs[points]
+    predict = jax.jit(lambda p, x: predictive_draws(p, model, x, sequence.likelihood))
+    blocks = [np.asarray(predict(positions, xs[i:i + 1000])) for i in range(0, len(xs), 1000)]
+    if blocks[0].shape[-1] != 2:
+        raise SystemExit(f"{name} has {blocks[0].shape[-1]} classes: the chain analysis reads class 1 of a binary task")
+    return sequence, model, xs, np.concatenate([block[..., 1] for block in blocks], axis=2)
+
+
+def chains(args) -> None:
+    import numpy as np
+    from bcl.core import atomic_write_json
+    from bcl.methods.hmc import RHAT_THRESHOLD
     from bcl.provenance import provenance
     began = time.perf_counter()
     (record, result), = stored_results(Path(args.store), args.sequence, [args.task])
-    sequence = load_sequence(args.sequence)
-    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
-    xs = np.concatenate([np.concatenate([task.test.xs for task in sequence.tasks]),
-                         plot_grid(PLOT_WINDOWS[args.sequence], args.grid_resolution)]).astype(np.float32)
-    predict = jax.jit(lambda positions, x: predictive_draws(positions, model, x, sequence.likelihood))
-    blocks = [np.asarray(predict(result.trace.position, xs[i:i + 1000])) for i in range(0, len(xs), 1000)]
-    if blocks[0].shape[-1] != 2:
-        raise SystemExit(f"{args.sequence} has {blocks[0].shape[-1]} classes: `chains` reads class 1 of a binary task")
-    draws = np.concatenate([block[..., 1] for block in blocks], axis=2)  # (chains, draws, points)
-    del blocks
+    _, _, xs, draws = class1_draws(args.sequence, result.trace.position, args.grid_resolution)
     n_chains, n_draws = draws.shape[:2]
     rhat = scalar_rhat(draws)
     over = rhat > RHAT_THRESHOLD
@@ -324,6 +339,82 @@ def chains(args) -> None:
         "points": len(xs), "max R̂": round(max_rhat, 4), "over": n_over, "threshold": RHAT_THRESHOLD,
         "sampled by bcl_code": record["provenance"]["bcl_code"], "most distant chains": rows, "median chain": median,
         "left out": left_out, "seconds": round(time.perf_counter() - began, 1), "provenance": provenance()})
+    print(f"wrote {out_path.relative_to(ROOT)} ({time.perf_counter() - began:.0f} s)")
+
+
+def rerun(args) -> None:
+    """One chain of a stored task sampled again, alone, from the run's own key, start and data, with each warm-up
+    target acceptance in `--targets`; how far it then sits from the other chains, and R̂ with it in their place."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from bcl.core import atomic_write_json, named_keys
+    from bcl.methods.hmc import (PAD_MAX_EXAMPLES, RHAT_THRESHOLD, hmc_chain, hmc_initial_positions,
+                                 hmc_task_fingerprint, hmc_warmup, joint_log_posterior, joint_training_data)
+    from bcl.provenance import provenance
+    began = time.perf_counter()
+    (record, result), = stored_results(Path(args.store), args.sequence, [args.task])
+    stored = result
+    fingerprint = pickle.loads(next(Path(args.store).glob(f"task{args.task}-*.pkl")).read_bytes())["fingerprint"]
+    sequence, model, _, draws = class1_draws(args.sequence, stored.trace.position, args.grid_resolution)
+    n_chains = draws.shape[0]
+    if not 0 <= args.chain < n_chains:
+        raise SystemExit(f"--chain must be in 0..{n_chains - 1}")
+    rhat = scalar_rhat(draws)
+    near = rhat > args.near  # R̂ is recomputed at these points only: the others are far below the threshold
+    draws, over = draws[:, :, near], rhat[near] > RHAT_THRESHOLD
+    print(f"{args.sequence} task {args.task}: max R̂ {rhat.max():.4f}, {int(over.sum())} over {RHAT_THRESHOLD}; "
+          f"{int(near.sum())} points over {args.near} judged below", flush=True)
+    pad = sum(len(task.train) for task in sequence.tasks) <= PAD_MAX_EXAMPLES  # as run_hmc_sequence(pad=None)
+    data = tuple(jnp.asarray(a) for a in joint_training_data(sequence, args.task, pad))
+    keys = named_keys(jax.random.key(args.seed), "init", "chains")
+    positions = hmc_initial_positions(keys["init"], model, n_chains)
+    settings = fingerprint["settings"]
+    again = hmc_task_fingerprint(keys["chains"], model, data, positions, settings)
+    if (again["data"], again["positions"], again["chain_key"]) != (
+            fingerprint["data"], fingerprint["positions"], fingerprint["chain_key"]):
+        raise SystemExit("the stored task was not sampled from these data, starts and key (--seed?)")
+    chain_keys = named_keys(jax.random.split(keys["chains"], n_chains)[args.chain], "warmup", "sample")
+    log_posterior = joint_log_posterior(model.apply, sequence.likelihood, settings["precision"])
+    logdensity = lambda params: log_posterior(params, data)
+    start = jax.tree.map(lambda a: a[args.chain], positions)
+    others = np.delete(np.arange(n_chains), args.chain)
+    means = draws[others].mean(axis=1)[:, over]
+    distance = lambda m: round(float((np.abs(m - np.median(means, axis=0)) / means.std(axis=0)).mean()), 2)
+    rows = []
+    for target in args.targets:
+        t = time.perf_counter()
+        warm = jax.jit(lambda key, p: hmc_warmup(key, logdensity, p, settings["num_warmup"], target,
+                                                 settings["max_num_doublings"]))
+        state, step_size, imm, n_warm_div = warm(chain_keys["warmup"], start)
+        _, trace = jax.jit(lambda key, st, h, m: hmc_chain(key, logdensity, st, h, m, settings["num_samples"],
+                                                           settings["max_num_doublings"]))(
+            chain_keys["sample"], state, step_size, imm)
+        new = class1_draws(args.sequence, jax.tree.map(lambda a: a[None], trace.position), args.grid_resolution,
+                           np.flatnonzero(near))[3][0]
+        swapped = draws.copy()
+        swapped[args.chain] = new
+        r = scalar_rhat(swapped)
+        median_step = np.median(np.asarray(stored.info.step_size))
+        rows.append({"target acceptance": target, "step size": round(float(step_size), 6),
+                     "step size / stored median": round(float(step_size / median_step), 2),
+                     "acceptance": round(float(trace.acceptance_rate.mean()), 3),
+                     "divergent (sampling / warm-up)": f"{int(trace.is_divergent.sum())} / {int(n_warm_div)}",
+                     "leapfrog steps / NUTS step": round(float(trace.num_integration_steps.mean()), 1),
+                     "distance": distance(new.mean(axis=0)[over]),
+                     "max R̂ with it in place": round(float(r.max()), 4), "over": int((r > RHAT_THRESHOLD).sum()),
+                     "seconds": round(time.perf_counter() - t, 1)})
+        print(rows[-1], flush=True)
+    reference = {"stored distance": distance(draws[args.chain].mean(axis=0)[over]),
+                 "other chains' median distance": float(np.median([distance(m) for m in means]))}
+    print(reference, flush=True)
+    out_path = ROOT / "benchmarks" / "results" / f"hmc_rerun_{args.sequence}_task{args.task}_chain{args.chain}.json"
+    atomic_write_json(out_path, {
+        "command": " ".join(["python", "benchmarks/hmc_function_space.py", *sys.argv[1:]]),
+        "sequence": args.sequence, "task": args.task, "chain": args.chain, "chains": n_chains,
+        "points judged": int(near.sum()), "near": args.near, "threshold": RHAT_THRESHOLD,
+        "sampled by bcl_code": record["provenance"]["bcl_code"], "settings": settings, "reruns": rows, **reference,
+        "seconds": round(time.perf_counter() - began, 1), "provenance": provenance()})
     print(f"wrote {out_path.relative_to(ROOT)} ({time.perf_counter() - began:.0f} s)")
 
 
@@ -446,9 +537,18 @@ def main() -> None:
     c.add_argument("--show", type=int, default=6, help="chains described, the most distant first")
     c.add_argument("--drop", type=int, default=3, help="left out: the 1..DROP most distant chains")
     c.add_argument("--controls", type=int, default=4, help="random pairs of chains left out, for comparison")
+    r = sub.add_parser("rerun")
+    r.add_argument("--sequence", required=True, choices=["disinusoid"], help="a binary sequence")
+    r.add_argument("--task", type=int, required=True)
+    r.add_argument("--chain", type=int, required=True, help="the chain to sample again (0-based)")
+    r.add_argument("--store", required=True, help="a visualisation run's stored HMC tasks")
+    r.add_argument("--targets", type=float, nargs="+", default=[0.8, 0.9], help="warm-up target acceptance rates")
+    r.add_argument("--near", type=float, default=1.004, help="R̂ is judged again at the points whose R̂ exceeds this")
+    r.add_argument("--seed", type=int, default=1337)
+    r.add_argument("--grid-resolution", type=int, default=100)
     args = parser.parse_args()
     {"sample": sample, "table": table, "gradient": gradient, "diagnostics": diagnostics,
-     "chains": chains}[args.command](args)
+     "chains": chains, "rerun": rerun}[args.command](args)
 
 
 if __name__ == "__main__":
