@@ -231,12 +231,20 @@ def diagnostics(args) -> None:
           f"{float(jnp.abs(a - b).max()):.1e})", flush=True)
 
 
+def distance_from(reference, means) -> "np.ndarray":
+    """How far chain means (..., S) sit from chains' means `reference` (C, S): the mean over the S scalars of
+    |mean − median of the reference| / the reference's spread."""
+    import numpy as np
+    reference = np.asarray(reference, np.float64)
+    spread = reference.std(axis=0) + 1e-12
+    return (np.abs(np.asarray(means, np.float64) - np.median(reference, axis=0)) / spread).mean(axis=-1)
+
+
 def chain_distances(draws, over) -> "np.ndarray":
-    """How far each chain sits from the others at the scalars `over` (a mask of the trailing axes of draws (C, N,
-    ...)): the mean over those scalars of |chain mean − median of the chain means| / the chain means' spread."""
+    "`distance_from` the chains themselves of each chain of draws (C, N, ...) at the scalars `over` (a mask)."
     import numpy as np
     means = np.asarray(draws, np.float64).mean(axis=1)[:, np.asarray(over)]
-    return (np.abs(means - np.median(means, axis=0)) / (means.std(axis=0) + 1e-12)).mean(axis=1)
+    return distance_from(means, means)
 
 
 def scalar_rhat(draws, block: int = 1000) -> "np.ndarray":
@@ -349,13 +357,13 @@ def rerun(args) -> None:
     import jax.numpy as jnp
     import numpy as np
     from bcl.core import atomic_write_json, named_keys
-    from bcl.methods.hmc import (PAD_MAX_EXAMPLES, RHAT_THRESHOLD, hmc_chain, hmc_initial_positions,
-                                 hmc_task_fingerprint, hmc_warmup, joint_log_posterior, joint_training_data)
+    from bcl.engine.checkpoint import array_digest
+    from bcl.methods.hmc import (RHAT_THRESHOLD, hmc_chain, hmc_initial_positions, hmc_task_fingerprint, hmc_warmup,
+                                 joint_log_posterior, joint_training_data)
     from bcl.provenance import provenance
     began = time.perf_counter()
-    (record, result), = stored_results(Path(args.store), args.sequence, [args.task])
-    stored = result
-    fingerprint = pickle.loads(next(Path(args.store).glob(f"task{args.task}-*.pkl")).read_bytes())["fingerprint"]
+    (record, stored), = stored_results(Path(args.store), args.sequence, [args.task])
+    fingerprint = record["fingerprint"]
     sequence, model, _, draws = class1_draws(args.sequence, stored.trace.position, args.grid_resolution)
     n_chains = draws.shape[0]
     if not 0 <= args.chain < n_chains:
@@ -365,28 +373,33 @@ def rerun(args) -> None:
     draws, over = draws[:, :, near], rhat[near] > RHAT_THRESHOLD
     print(f"{args.sequence} task {args.task}: max R̂ {rhat.max():.4f}, {int(over.sum())} over {RHAT_THRESHOLD}; "
           f"{int(near.sum())} points over {args.near} judged below", flush=True)
-    pad = sum(len(task.train) for task in sequence.tasks) <= PAD_MAX_EXAMPLES  # as run_hmc_sequence(pad=None)
-    data = tuple(jnp.asarray(a) for a in joint_training_data(sequence, args.task, pad))
+    # the data as the run passed them, zero-padded or not (`run_hmc_sequence`'s `pad`): the one its fingerprint names
+    data = [tuple(jnp.asarray(a) for a in joint_training_data(sequence, args.task, pad)) for pad in (False, True)]
+    data = next((d for d in data if array_digest(*d) == fingerprint["data"]), None)
+    if data is None:
+        raise SystemExit(f"the stored task was not sampled from {args.sequence}'s data after task {args.task}")
     keys = named_keys(jax.random.key(args.seed), "init", "chains")
     positions = hmc_initial_positions(keys["init"], model, n_chains)
     settings = fingerprint["settings"]
     again = hmc_task_fingerprint(keys["chains"], model, data, positions, settings)
-    if (again["data"], again["positions"], again["chain_key"]) != (
-            fingerprint["data"], fingerprint["positions"], fingerprint["chain_key"]):
-        raise SystemExit("the stored task was not sampled from these data, starts and key (--seed?)")
+    if (again["positions"], again["chain_key"]) != (fingerprint["positions"], fingerprint["chain_key"]):
+        raise SystemExit(f"the stored task was not sampled from key {args.seed}'s starts and chain keys (--seed?)")
     chain_keys = named_keys(jax.random.split(keys["chains"], n_chains)[args.chain], "warmup", "sample")
     log_posterior = joint_log_posterior(model.apply, sequence.likelihood, settings["precision"])
     logdensity = lambda params: log_posterior(params, data)
     start = jax.tree.map(lambda a: a[args.chain], positions)
-    others = np.delete(np.arange(n_chains), args.chain)
-    means = draws[others].mean(axis=1)[:, over]
-    distance = lambda m: round(float((np.abs(m - np.median(means, axis=0)) / means.std(axis=0)).mean()), 2)
+    means = np.delete(draws, args.chain, axis=0).mean(axis=1)[:, over]  # the other chains'
+    distance = lambda m: round(float(distance_from(means, m)), 2)
     rows = []
     for target in args.targets:
         t = time.perf_counter()
         warm = jax.jit(lambda key, p: hmc_warmup(key, logdensity, p, settings["num_warmup"], target,
                                                  settings["max_num_doublings"]))
         state, step_size, imm, n_warm_div = warm(chain_keys["warmup"], start)
+        if target == settings["target_acceptance_rate"] and not np.isclose(step_size, stored.info.step_size[args.chain],
+                                                                           rtol=1e-4):
+            raise SystemExit(f"the run's own target acceptance gave step size {float(step_size):.6g}, not the stored "
+                             f"chain's {float(stored.info.step_size[args.chain]):.6g}: this is not how it was sampled")
         _, trace = jax.jit(lambda key, st, h, m: hmc_chain(key, logdensity, st, h, m, settings["num_samples"],
                                                            settings["max_num_doublings"]))(
             chain_keys["sample"], state, step_size, imm)
@@ -406,7 +419,7 @@ def rerun(args) -> None:
                      "seconds": round(time.perf_counter() - t, 1)})
         print(rows[-1], flush=True)
     reference = {"stored distance": distance(draws[args.chain].mean(axis=0)[over]),
-                 "other chains' median distance": float(np.median([distance(m) for m in means]))}
+                 "other chains' median distance": round(float(np.median(distance_from(means, means))), 2)}
     print(reference, flush=True)
     out_path = ROOT / "benchmarks" / "results" / f"hmc_rerun_{args.sequence}_task{args.task}_chain{args.chain}.json"
     atomic_write_json(out_path, {
@@ -452,7 +465,7 @@ def stored_results(store: Path, name: str, tasks: list[int] | None = None):
                   "chains": settings["n_chains"], "samples": settings["num_samples"],
                   "warmup": settings["num_warmup"], "wall_s": float(result.run_seconds),
                   "parameter_space": summarise_hmc_info(result.info),
-                  "provenance": {"bcl_code": stored["fingerprint"]["code"]}}
+                  "provenance": {"bcl_code": stored["fingerprint"]["code"]}, "fingerprint": stored["fingerprint"]}
         yield record, result
 
 
