@@ -65,6 +65,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 FOLDER = ROOT / "results" / "hmc_function_space"
+PAPER_TARGET = 0.8  # the window adaptation's target acceptance rate in the authors' bcl/train/hmcnuts.py at b838074
 
 
 def _host_devices(chains: int) -> None:
@@ -90,14 +91,17 @@ def sample(args) -> None:
     vectorise = vectorised_chains(args.vectorise, devices)  # --vmap, --in-turn, else by platform
     (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
                               num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              devices=devices, vectorise_chains=vectorise, progress=False, store=args.store)
+                              target_acceptance_rate=args.target_acceptance, devices=devices,
+                              vectorise_chains=vectorise, progress=False, store=args.store)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}"
+    target = "" if args.target_acceptance == PAPER_TARGET else f"_target{args.target_acceptance * 100:g}"  # no dot
+    stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}{target}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
     np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
     record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": not vectorise,
-              "warmup": args.warmup, "samples": args.samples, "seed": args.seed, "n_devices": len(jax.devices()),
+              "warmup": args.warmup, "samples": args.samples, "target_acceptance": args.target_acceptance,
+              "seed": args.seed, "n_devices": len(jax.devices()),
               "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
               "cpu_s": cpu, "load_before": load_before, "load_after": os.getloadavg(),
               "parameter_space": summarise_hmc_info(run.result.info), "provenance": provenance()}
@@ -520,6 +524,8 @@ def main() -> None:
     s.add_argument("--warmup", type=int, default=1000)
     s.add_argument("--samples", type=int, default=100)
     s.add_argument("--seed", type=int, default=1337)
+    s.add_argument("--target-acceptance", type=float, default=PAPER_TARGET,
+                   help="the warm-up's target acceptance rate (default: the paper's, BlackJAX's default)")
     s.add_argument("--store", help="also keep the task where a visualisation run keeps it (e.g. results/paper_disinusoid/"
                    "hmc_tasks): with that run's settings and code, the run reads it back instead of sampling it")
     how = s.add_mutually_exclusive_group()
