@@ -10,6 +10,8 @@ Two steps:
    wall/CPU seconds to `results/hmc_function_space/<sequence>_t<task>_c<chains>.npz|json` (git-ignored). With
    `--store FOLDER`, the task is also kept there as the visualisation keeps it, so that a long run can sample its
    hardest task first (a stored task is read back only under the same settings, data, key and code).
+   `--target-acceptance` changes the warm-up's target acceptance rate (the paper's 0.8); such a trace is named
+   `..._target90` for 0.9, and `table --target-acceptance 0.9` judges it into a table of its own.
 2. `table`: for every saved trace and every chain count that divides it (the first C chains of a run with more
    chains are C independent chains: each chain has its own key, start, warm-up, step size and mass matrix), the
    function-space diagnostics of `bcl.methods.hmc.predictive_convergence` (rank-normalised split R̂, max of bulk and
@@ -43,6 +45,8 @@ Usage:
     python benchmarks/hmc_function_space.py sample --sequence cisplit2diris --task 1 --chains 16
     python benchmarks/hmc_function_space.py sample --sequence disinusoid --task 5 --chains 64 --samples 400 \
         --store results/paper_disinusoid/hmc_tasks
+    python benchmarks/hmc_function_space.py sample --sequence disinusoid --task 5 --chains 64 --samples 400 \
+        --target-acceptance 0.9 --store results/disinusoid_target90/hmc_tasks
     python benchmarks/hmc_function_space.py table
     python benchmarks/hmc_function_space.py gradient --chains 16
     python benchmarks/hmc_function_space.py diagnostics --chains 64 --draws 100
@@ -66,6 +70,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 FOLDER = ROOT / "results" / "hmc_function_space"
 PAPER_TARGET = 0.8  # the window adaptation's target acceptance rate in the authors' bcl/train/hmcnuts.py at b838074
+
+
+def target_suffix(target: float) -> str:
+    "The name's suffix of a trace or table sampled with warm-up target acceptance `target`: '', or '_target90' for 0.9."
+    return "" if target == PAPER_TARGET else f"_target{target * 100:g}"  # no dot: Path.with_suffix would cut it
 
 
 def _host_devices(chains: int) -> None:
@@ -94,8 +103,7 @@ def sample(args) -> None:
                               target_acceptance_rate=args.target_acceptance, devices=devices,
                               vectorise_chains=vectorise, progress=False, store=args.store)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    target = "" if args.target_acceptance == PAPER_TARGET else f"_target{args.target_acceptance * 100:g}"  # no dot
-    stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}{target}"
+    stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}{target_suffix(args.target_acceptance)}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
     np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
@@ -118,13 +126,17 @@ def table(args) -> None:
     from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
     from bcl.methods.hmc import convergence_summary, predictive_convergence
     from bcl.models import make_model
-    stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "")
+    stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "") + target_suffix(args.target_acceptance)
     if args.tasks and not args.store:
         raise SystemExit("--tasks needs --store: it picks tasks of a visualisation run's stored HMC tasks")
     if args.store:
         if not args.sequence:
             raise SystemExit("--store needs --sequence: the visualisation run's sequence")
         runs = list(stored_runs(Path(args.store), args.sequence, args.tasks))
+        other = sorted({record["target_acceptance"] for record, _ in runs} - {args.target_acceptance})
+        if other:
+            raise SystemExit(f"{args.store} was sampled with warm-up target acceptance {other}, not "
+                             f"{args.target_acceptance}: judge it with --target-acceptance {other[0]} (its own table)")
         # the visualisation run's traces replace the sequence's rows; with --tasks, only those tasks' rows
         rows = [] if args.tasks is None else [
             row for row in committed_rows(ROOT / "experiments" / "tables" / f"{stem}.json")
@@ -132,6 +144,8 @@ def table(args) -> None:
     else:
         paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
         runs = [(json.loads(path.read_text()), path.with_suffix(".npz")) for path in paths]
+        runs = [(record, trace) for record, trace in runs  # traces saved before the option was recorded: the paper's
+                if record.get("target_acceptance", PAPER_TARGET) == args.target_acceptance]
         rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", [record for record, _ in runs])
         if rows:
             print(f"kept {len(rows)} rows of the committed table whose traces are not in {FOLDER}", flush=True)
@@ -154,6 +168,7 @@ def table(args) -> None:
                          "draws per chain": record["samples"], "max R̂": round(d["max_rhat"], 3),
                          "min bulk ESS": round(d["min_ess_bulk"], 1),
                          "converged": "yes" if d["converged"] else "no",
+                         "target acceptance": record.get("target_acceptance", PAPER_TARGET),
                          "scalars over R̂ / under ESS": f"{d['n_rhat_over']} / {d['n_ess_under']} of {d['n_scalars']}",
                          "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains"
                                            f"{', in turn' if record.get('in_turn') else ''})",
@@ -467,7 +482,8 @@ def stored_results(store: Path, name: str, tasks: list[int] | None = None):
             raise SystemExit(f"{path} kept no trace (keep_trace: false)")
         record = {"sequence": name, "task": int(re.match(r"task(\d+)-", path.name).group(1)),
                   "chains": settings["n_chains"], "samples": settings["num_samples"],
-                  "warmup": settings["num_warmup"], "wall_s": float(result.run_seconds),
+                  "warmup": settings["num_warmup"], "target_acceptance": settings["target_acceptance_rate"],
+                  "wall_s": float(result.run_seconds),
                   "parameter_space": summarise_hmc_info(result.info),
                   "provenance": {"bcl_code": stored["fingerprint"]["code"]}, "fingerprint": stored["fingerprint"]}
         yield record, result
@@ -494,16 +510,23 @@ def _write_table(args, stem, rows) -> None:
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.figure.report import markdown_table
     rows = sorted(rows, key=lambda r: (r["sequence"], r["task"], r["chains"]))
+    command = ("python benchmarks/hmc_function_space.py table"
+               + (f" --sequence {args.sequence}" if args.sequence else "")
+               + (f" --store {args.store} --counts {' '.join(map(str, args.counts))}" if args.store else "")
+               + (f" --tasks {' '.join(map(str, args.tasks))}" if args.tasks else "")
+               + (f" --target-acceptance {args.target_acceptance:g}" if target_suffix(args.target_acceptance) else ""))
+    if not args.store:
+        source = ("the traces of `python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` "
+                  "(1000 warm-up, 100 NUTS steps per chain, fcnn16, key 1337)")
+    elif not target_suffix(args.target_acceptance):
+        source = (f"the HMC tasks a visualisation run stored (`{MAKE_TARGETS[args.sequence]}`: the paper's settings, "
+                  "1000 warm-up steps, fcnn16, key 1337; seconds of the sampling phase alone, the load not recorded)")
+    else:
+        source = ("the HMC tasks that `python benchmarks/hmc_function_space.py sample --store` kept (the paper's "
+                  f"settings but a warm-up target acceptance of {args.target_acceptance:g}, the paper's "
+                  f"{PAPER_TARGET:g}; 1000 warm-up steps, fcnn16, key 1337; seconds of the sampling phase alone)")
     header = ("# HMC-NUTS convergence in function space against the number of chains\n\n"
-              f"Written by `python benchmarks/hmc_function_space.py table"
-              f"{' --sequence ' + args.sequence if args.sequence else ''}"
-              f"{' --store ' + args.store + ' --counts ' + ' '.join(map(str, args.counts)) if args.store else ''}` "
-              + (f"from the HMC tasks a visualisation run stored (`{MAKE_TARGETS[args.sequence]}`: "
-                 "the paper's settings, 1000 warm-up steps, fcnn16, key 1337; seconds of the sampling phase alone, the "
-                 "load not recorded). "
-                 if args.store else
-                 "from the traces of `python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` "
-                 "(1000 warm-up, 100 NUTS steps per chain, fcnn16, key 1337). ") + "max R̂: rank-normalised split R̂ (max of bulk and "
+              f"Written by `{command}` from {source}. max R̂: rank-normalised split R̂ (max of bulk and "
               "folded, Vehtari et al. 2021) of the predictive probabilities, maximised over the test points, "
               f"the {args.grid_resolution}² plotting-grid points and the classes; min bulk ESS: the smallest bulk "
               "ESS over the same. Thresholds: R̂ ≤ 1.01 and bulk ESS ≥ 400. Rows with fewer chains than the run use "
@@ -542,6 +565,8 @@ def main() -> None:
                    "hmc_tasks) instead of the traces of `sample`; their rows replace the sequence's")
     t.add_argument("--tasks", type=int, nargs="+", help="with --store: judge only these stored tasks and keep the "
                    "committed rows of the others (a long table built a task at a time, as the tasks are sampled)")
+    t.add_argument("--target-acceptance", type=float, default=PAPER_TARGET, help="judge the runs sampled with this "
+                   "warm-up target acceptance, into their own table (hmc_function_space_<sequence>_target90 for 0.9)")
     g = sub.add_parser("gradient")
     g.add_argument("--sequences", nargs="+", default=["cisplit2diris", "disinusoid"])
     g.add_argument("--chains", type=int, default=16)

@@ -61,3 +61,23 @@ def test_one_chain_apart_is_named_and_leaving_it_out_settles_rhat():
     assert np.argmax(distances) == 11 and distances[11] > 2 * np.sort(distances)[-2]
     assert hmc_function_space.leave_out_rhat(draws, [11])[1] == 0  # no scalar over 1.01 without it
     assert hmc_function_space.leave_out_rhat(draws, [0, 1])[1] == 5  # leaving out others does not help
+
+
+def test_a_task_sampled_at_another_target_acceptance_is_named_so_and_kept_out_of_the_paper_table(tmp_path,
+                                                                                                monkeypatch):
+    import pytest
+    assert hmc_function_space.target_suffix(0.8) == "" and hmc_function_space.target_suffix(0.9) == "_target90"
+    monkeypatch.setattr(hmc_function_space, "FOLDER", tmp_path / "traces")
+    store = tmp_path / "store"
+    monkeypatch.setattr(sys, "argv", ["hmc_function_space.py", "sample", "--sequence", "disinusoid", "--task", "1",
+                                      "--chains", "2", "--warmup", "3", "--samples", "4", "--target-acceptance",
+                                      "0.9", "--store", str(store)])
+    hmc_function_space.main()
+    record = json.loads((tmp_path / "traces" / "disinusoid_t1_c2_target90.json").read_text())
+    assert record["target_acceptance"] == 0.9
+    (stored, _), = hmc_function_space.stored_runs(store, "disinusoid")
+    assert stored["target_acceptance"] == 0.9  # from the stored task's own fingerprint
+    monkeypatch.setattr(sys, "argv", ["hmc_function_space.py", "table", "--sequence", "disinusoid", "--store",
+                                      str(store)])
+    with pytest.raises(SystemExit, match=r"acceptance \[0\.9\], not 0\.8: judge it with --target-acceptance 0\.9"):
+        hmc_function_space.main()  # refused before any row of the paper's table is rewritten
