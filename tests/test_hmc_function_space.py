@@ -1,5 +1,6 @@
 """benchmarks/hmc_function_space.py: a table rebuilt from the traces at hand keeps the rows of traces not on disk."""
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -68,6 +69,7 @@ def test_a_task_sampled_at_another_target_acceptance_is_named_so_and_kept_out_of
     import pytest
     assert hmc_function_space.target_suffix(0.8) == "" and hmc_function_space.target_suffix(0.9) == "_target90"
     monkeypatch.setattr(hmc_function_space, "FOLDER", tmp_path / "traces")
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))  # `sample` adds host devices: undone after
     store = tmp_path / "store"
     monkeypatch.setattr(sys, "argv", ["hmc_function_space.py", "sample", "--sequence", "disinusoid", "--task", "1",
                                       "--chains", "2", "--warmup", "3", "--samples", "4", "--target-acceptance",
