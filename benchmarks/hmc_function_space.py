@@ -73,8 +73,9 @@ PAPER_TARGET = 0.8  # the window adaptation's target acceptance rate in the auth
 
 
 def target_suffix(target: float) -> str:
-    "The name's suffix of a trace or table sampled with warm-up target acceptance `target`: '', or '_target90' for 0.9."
-    return "" if target == PAPER_TARGET else f"_target{target * 100:g}"  # no dot: Path.with_suffix would cut it
+    "The name's suffix of a trace or table sampled with warm-up target acceptance `target`: '', '_target90' for 0.9."
+    percent = f"{round(target * 100, 6):g}".replace(".", "p")  # no dot: Path.with_suffix would cut the name there
+    return "" if target == PAPER_TARGET else f"_target{percent}"
 
 
 def _host_devices(chains: int) -> None:

@@ -68,6 +68,8 @@ def test_a_task_sampled_at_another_target_acceptance_is_named_so_and_kept_out_of
                                                                                                 monkeypatch):
     import pytest
     assert hmc_function_space.target_suffix(0.8) == "" and hmc_function_space.target_suffix(0.9) == "_target90"
+    assert hmc_function_space.target_suffix(0.85) == "_target85"  # 0.85 * 100 is 85.00000000000001 in floats
+    assert hmc_function_space.target_suffix(0.955) == "_target95p5"
     monkeypatch.setattr(hmc_function_space, "FOLDER", tmp_path / "traces")
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))  # `sample` adds host devices: undone after
     store = tmp_path / "store"
