@@ -223,7 +223,7 @@ def safe_run(fn: Callable, *args, **kwargs) -> tuple[Any, dict | None]:
 # %% ../../nbs/figure/50_visualisation.ipynb #3d8f52af
 PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, "epochs": (int, type(None)),
                    "preset": str, "hmc_chains": int, "hmc_warmup": int, "hmc_samples": int, "hmc_max_doublings": int,
-                   "hmc_reference": str, "hmc_pad": (bool, type(None)),
+                   "hmc_reference": str, "hmc_pad": (bool, type(None)), "hmc_target_acceptance": float,
                    "grid_resolution": int,
                    "kl_floor": float, "results_folder": (str, type(None)), "figures_folder": (str, type(None)),
                    "tables_folder": (str, type(None)), "fast_compile": (bool, type(None)),
@@ -270,6 +270,8 @@ def validate_parameters(settings: dict) -> dict:
                              f"got {settings[name]!r}.")
     if settings["hmc_reference"] not in HMC_REFERENCES:
         raise ValueError(f"Parameter 'hmc_reference' must be one of {HMC_REFERENCES}, got {settings['hmc_reference']!r}.")
+    if not 0 < settings["hmc_target_acceptance"] < 1:
+        raise ValueError(f"Parameter 'hmc_target_acceptance' must lie in (0, 1), got {settings['hmc_target_acceptance']!r}.")
     if settings["hmc_warmup"] < 0:
         raise ValueError(f"Parameter 'hmc_warmup' must be non-negative, got {settings['hmc_warmup']!r}.")
     if settings["epochs"] is not None and settings["epochs"] < 1:

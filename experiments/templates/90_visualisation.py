@@ -27,6 +27,7 @@ hmc_chains = 2
 hmc_warmup = 10
 hmc_samples = 4
 hmc_max_doublings = 10  # NUTS trajectories of at most 2^10 leapfrog steps (BlackJAX default)
+hmc_target_acceptance = 0.8  # the acceptance rate window adaptation tunes the step size to (the paper's, BlackJAX default)
 hmc_reference = "draws"  # the HMC predictive averages every post-warm-up draw of every chain; "final": final states (paper)
 hmc_pad = None  # zero-pad every task's data to all tasks' size, one compiled HMC program for all; None: when ≤ 500 points
 grid_resolution = 30  # points per axis of the plotting grid
@@ -80,6 +81,7 @@ from bcl.metrics import final_average_accuracy
 settings = validate_parameters(dict(
     run=run, sequence=sequence, methods=methods, seeds=seeds, epochs=epochs, preset=preset, hmc_chains=hmc_chains,
     hmc_warmup=hmc_warmup, hmc_samples=hmc_samples, hmc_max_doublings=hmc_max_doublings,
+    hmc_target_acceptance=hmc_target_acceptance,
     hmc_reference=hmc_reference, hmc_pad=hmc_pad,
     grid_resolution=grid_resolution, kl_floor=kl_floor,
     results_folder=results_folder, figures_folder=figures_folder, tables_folder=tables_folder,
@@ -113,7 +115,8 @@ print(f"{sequence}: {len(task_sequence)} tasks, {task_sequence.likelihood}, trai
 # %%
 start = time.perf_counter()
 hmc_settings = dict(n_chains=hmc_chains, num_warmup=hmc_warmup, num_samples=hmc_samples,
-                    max_num_doublings=hmc_max_doublings, reference=hmc_reference, pad=hmc_pad,
+                    max_num_doublings=hmc_max_doublings, target_acceptance_rate=hmc_target_acceptance,
+                    reference=hmc_reference, pad=hmc_pad,
                     devices=parallel_chain_devices(hmc_chains) if hmc_parallel else None,
                     store=run_folder / "hmc_tasks")  # each task kept as it ends: a stopped run resumes
 entries, grids = {}, {}
