@@ -94,11 +94,10 @@ demo: env
 demo-iris: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_cisplit2diris.yaml
 
-## DI Sinusoid with the paper's settings and the paper's 64 HMC chains, 400 draws each
-## (figures/visualisation_disinusoid.*; about 5 hours on 2 cores, most of it HMC: sampling the five tasks 3.9 hours,
-## task 5 alone 90 minutes, then the reference's predictions and diagnostics about an hour, 6.8 GB at most; a stopped
-## run resumes at its first task not sampled, kept in results/paper_disinusoid/hmc_tasks/). HMC's predictive sums the
-## draws in chunks (bcl.methods.hmc.PREDICT_CHUNK); with 200 draws, predicting all at once needed 24 GB.
+## DI Sinusoid with the paper's settings; the HMC reference has 8 chains of 400 draws at warm-up target acceptance 0.9
+## (experiments/params/paper_disinusoid.yaml says why; figures/visualisation_disinusoid.*; about 36 minutes on 2 cores,
+## sampling 28 of them; a stopped run resumes at its first task not sampled, kept in results/paper_disinusoid/hmc_tasks/).
+## HMC's predictive sums the draws in chunks (bcl.methods.hmc.PREDICT_CHUNK).
 demo-sinusoid: env
 	$(BIN)/python experiments/run_visualisation.py experiments/params/paper_disinusoid.yaml
 
