@@ -13,6 +13,12 @@ its closure is byte for byte what it was in that version. A version not found in
 changed. So a change to the plotting code leaves the table cells current, and a change to the cell code leaves the
 visualisations current.
 
+A refactor shown to leave results bit for bit the same is recorded in experiments/equivalences.json: the modules it
+changed, each module's blob before and after, and the evidence (the command and what it compared). Judging a recorded
+version, each such refactor whose every module the version holds at its blob before counts as applied, in the file's
+order, and the version then holds the blobs after; an artefact current only through them says which. Record one with
+`--attest COMMIT --change TEXT --evidence TEXT` (the modules of bcl/ that differ between COMMIT and the working tree).
+
 Prints one line per artefact: `current`, `stale` (every recorded version differs in a module it uses, which are
 named) or `no provenance` (made before result files recorded it). Exit status 0; with --strict, 1 when anything is
 not current.
@@ -28,6 +34,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -257,6 +264,75 @@ def history_versions(wanted: set[str], outside: tuple[str, ...], root: Path = RO
     return found
 
 
+# --- refactors proven equal -----------------------------------------------------------------------------------------
+
+EQUIVALENCES = ROOT / "experiments" / "equivalences.json"
+
+
+class Equivalence(NamedTuple):
+    "A refactor that leaves results the same: {path under bcl/: (blob before, blob after)} (None: no such file)."
+    change: str
+    modules: dict[str, tuple[str | None, str | None]]
+    evidence: str
+
+
+def _blob_or_none(value) -> bool:
+    return value is None or (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40}", value) is not None)
+
+
+def load_equivalences(path: Path = EQUIVALENCES) -> list[Equivalence]:
+    "The refactors recorded in `path` (none when it does not exist); a `ValueError` naming the entry that is malformed."
+    if not path.exists():
+        return []
+    found = []
+    for i, entry in enumerate(json.loads(path.read_text())):
+        change, evidence, modules = entry.get("change"), entry.get("evidence"), entry.get("modules")
+        problems = [f"'{k}' must be a non-empty string" for k, v in (("change", change), ("evidence", evidence))
+                    if not (isinstance(v, str) and v.strip())]
+        if not (isinstance(modules, dict) and modules and all(
+                isinstance(pair, list) and len(pair) == 2 and all(map(_blob_or_none, pair)) and pair[0] != pair[1]
+                for pair in modules.values())):
+            problems.append("'modules' must map each changed path under bcl/ to [blob before, blob after], two "
+                            "different git blob ids (40 hex digits, or null for no file)")
+        if problems:
+            raise ValueError(f"{path.name}, entry {i}: {'; '.join(problems)}. Write it with `stale.py --attest`.")
+        found.append(Equivalence(change, {p: tuple(pair) for p, pair in modules.items()}, evidence))
+    return found
+
+
+def apply_equivalences(then: dict[str, str], equivalences: list[Equivalence]) -> tuple[dict[str, str], list[str]]:
+    """`then` ({path: blob id}) after each refactor of `equivalences` that finds every module it names at its blob
+    before, in order until none applies: (the blobs, the changes applied)."""
+    modules, applied = dict(then), []
+    progress = True
+    while progress:
+        progress = False
+        for eq in equivalences:
+            if eq.change not in applied and all(modules.get(p) == before for p, (before, _) in eq.modules.items()):
+                for p, (_, after) in eq.modules.items():
+                    if after is None:
+                        modules.pop(p, None)
+                    else:
+                        modules[p] = after
+                applied.append(eq.change)
+                progress = True
+    return modules, applied
+
+
+def attestation(since: str, change: str, evidence: str, outside: tuple[str, ...], root: Path = ROOT) -> dict:
+    "The entry of equivalences.json for the modules of bcl/ (outside `outside`) that differ between `since` and now."
+    then = {}
+    for line in _git(root, "ls-tree", "-r", since, "--", "bcl").decode().splitlines():
+        meta, path = line.split("\t", 1)
+        if path.endswith(".py") and "__pycache__" not in path:
+            then[path[len("bcl/"):]] = meta.split()[2]
+    now = {n: blob_id(data) for n, data in working_modules(root).items()}
+    names = sorted(n for n in set(then) | set(now) if n not in outside and then.get(n) != now.get(n))
+    if not names:
+        raise ValueError(f"no module of bcl/ differs from {since}: nothing to attest")
+    return {"change": change, "modules": {n: [then.get(n), now.get(n)] for n in names}, "evidence": evidence}
+
+
 # --- judging an artefact ---------------------------------------------------------------------------------------------
 
 def changed_modules(closure: set[str] | None, then: dict[str, str], now: dict[str, str]) -> list[str]:
@@ -266,34 +342,56 @@ def changed_modules(closure: set[str] | None, then: dict[str, str], now: dict[st
 
 
 def status(record: Path, current: str, closure: set[str] | None = None, known: dict | None = None,
-           now: dict[str, str] | None = None) -> tuple[str, set[str], list[str]]:
-    """('current' | 'stale' | 'no provenance' | 'no table', the versions recorded, the modules that changed).
-    A recorded version other than `current` still counts as current when `known` maps it to its modules and none
-    of `closure` differs from `now`."""
+           now: dict[str, str] | None = None, equivalences: list[Equivalence] = ()
+           ) -> tuple[str, set[str], list[str], list[str]]:
+    """('current' | 'stale' | 'no provenance' | 'no table', the versions recorded, the modules that changed, the
+    recorded refactors it is current through). A recorded version other than `current` still counts as current when
+    `known` maps it to its modules and none of `closure` differs from `now`, as recorded or after `equivalences`."""
     if not record.exists():
-        return "no table", set(), []
+        return "no table", set(), [], []
     versions = recorded_versions(json.loads(record.read_text()))
     if not versions:
-        return "no provenance", versions, []
+        return "no provenance", versions, [], []
     if current in versions:
-        return "current", versions, []
-    differences = []
+        return "current", versions, [], []
+    differences, through = [], None
     for version in sorted(versions):
         if known is not None and now is not None and version in known:
             differ = changed_modules(closure, known[version], now)
             if not differ:
-                return "current", versions, []
+                return "current", versions, [], []
+            then, applied = apply_equivalences(known[version], list(equivalences))
+            if applied:
+                differ = changed_modules(closure, then, now)  # what the recorded refactors do not account for
+                if not differ and through is None:
+                    through = applied
             differences.append(differ)
+    if through is not None:
+        return "current", versions, [], through
     changes = min(differences, key=len) if differences else ["(version not in git history)"]
-    return "stale", versions, changes
+    return "stale", versions, changes, []
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strict", action="store_true", help="exit 1 when an artefact is not current")
+    parser.add_argument("--attest", metavar="COMMIT", help="append to experiments/equivalences.json the refactor "
+                        "from COMMIT to the working tree (with --change and --evidence), and exit")
+    parser.add_argument("--change", help="with --attest: what the refactor changed")
+    parser.add_argument("--evidence", help="with --attest: the command that showed results unchanged, and what it compared")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from bcl.provenance import OUTSIDE_COMPUTATION, code_version
+    if args.attest:
+        if not (args.change and args.evidence):
+            parser.error("--attest needs --change TEXT and --evidence TEXT")
+        entries = json.loads(EQUIVALENCES.read_text()) if EQUIVALENCES.exists() else []
+        entries.append(attestation(args.attest, args.change, args.evidence, OUTSIDE_COMPUTATION))
+        EQUIVALENCES.write_text(json.dumps(entries, indent=1) + "\n")
+        load_equivalences()  # what was written reads back
+        print(f"{EQUIVALENCES.relative_to(ROOT)}: {', '.join(entries[-1]['modules'])}")
+        return 0
+    equivalences = load_equivalences()
     current = code_version()
     files = working_modules()
     assert tree_version(files, OUTSIDE_COMPUTATION) == current, "stale.tree_version disagrees with code_version"
@@ -314,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         entries = producer_of(record) if record.exists() else None
         if entries not in closures:
             closures[entries] = None if entries is None else module_closure(entries) - set(OUTSIDE_COMPUTATION)
-        state, versions, changes = status(record, current, closures[entries], known, now)
+        state, versions, changes, through = status(record, current, closures[entries], known, now, equivalences)
         problem = extractor_problem(record, extractor, ROOT / "experiments" / "tables")
         if problem and state == "current":
             state = "stale"
@@ -323,8 +421,12 @@ def main(argv: list[str] | None = None) -> int:
         if versions and current not in versions:
             shown = sorted(versions)
             made += f" (made by {', '.join(shown[:3])}{f' and {len(shown) - 3} more' if len(shown) > 3 else ''}"
-            made += f"; changed since: {', '.join(changes[:6])}{' …' if len(changes) > 6 else ''})" if changes else \
-                "; the modules it uses are unchanged)"
+            if changes:
+                made += f"; changed since: {', '.join(changes[:6])}{' …' if len(changes) > 6 else ''})"
+            elif through:
+                made += f"; equal through {len(through)} recorded refactor{'s' * (len(through) > 1)})"
+            else:
+                made += "; the modules it uses are unchanged)"
         via = "" if artefact == record else f" via {record.relative_to(ROOT)}"
         print(f"{state:<14} {artefact.relative_to(ROOT)}{via}{made}")
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))

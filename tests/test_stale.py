@@ -3,6 +3,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 import stale  # noqa: E402
 
@@ -98,3 +100,73 @@ def test_a_result_on_another_extractors_features_is_stale(tmp_path):
     assert stale.extractor_problem(unrecorded, new, tables) == "its extractor is not recorded"
     assert stale.extractor_problem(no_features, new, tables) == "" and stale.extractor_problem(iris, new, tables) == ""
     assert stale.extractor_problem(other, None, tables) == ""  # nothing cached: not judged
+
+
+def _history(tmp_path, *trees):
+    "A git repository whose commits hold `trees` in turn: (versions, {version: {path: blob}}, the last tree's blobs)."
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "bcl").mkdir()
+    versions = [_commit(tmp_path, tree) for tree in trees]
+    known = stale.history_versions(set(versions), (), tmp_path)
+    now = {n: stale.blob_id((tmp_path / "bcl" / n).read_bytes()) for n in trees[-1]}
+    return versions, known, now
+
+
+def test_a_recorded_refactor_keeps_what_it_did_not_change_current(tmp_path):
+    (old, refactored, later), known, now = _history(
+        tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n"}, {"a.py": "x = (1)\n", "b.py": "y = 1  # moved\n"},
+        {"a.py": "x = 2\n", "b.py": "y = 1  # moved\n"})
+    blobs = lambda version: known[version]
+    refactor = stale.Equivalence("moved", {p: (blobs(old)[p], blobs(refactored)[p]) for p in ("a.py", "b.py")}, "cmp")
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"provenance": {"bcl_code": old}}))
+    after_refactor = blobs(refactored)
+    assert stale.status(record, refactored, {"a.py", "b.py"}, known, after_refactor, [refactor])[::3] == \
+        ("current", ["moved"])
+    assert stale.status(record, refactored, {"a.py", "b.py"}, known, after_refactor)[::2] == ("stale", ["a.py", "b.py"])
+    # a later change to a module it uses is not covered
+    assert stale.status(record, later, {"a.py", "b.py"}, known, now, [refactor])[::2] == ("stale", ["a.py"])
+    assert stale.status(record, later, {"b.py"}, known, now, [refactor])[::3] == ("current", ["moved"])
+    # a refactor applies only where the version holds every module it names at its blob before
+    partial = stale.Equivalence("partial", {"a.py": (blobs(old)["a.py"], blobs(refactored)["a.py"]),
+                                            "b.py": (blobs(refactored)["b.py"], blobs(old)["b.py"])}, "cmp")
+    assert stale.status(record, refactored, {"a.py", "b.py"}, known, after_refactor, [partial])[0] == "stale"
+    # refactors chain, in order; a file a refactor removes (None after) is gone from the version
+    first = stale.Equivalence("a", {"a.py": (blobs(old)["a.py"], blobs(refactored)["a.py"]), "c.py": (None, "0" * 40)},
+                              "cmp")
+    second = stale.Equivalence("b", {"b.py": (blobs(old)["b.py"], blobs(refactored)["b.py"]), "c.py": ("0" * 40, None)},
+                               "cmp")
+    assert stale.apply_equivalences(blobs(old), [second, first]) == (after_refactor, ["a", "b"])
+
+
+def test_equivalences_are_checked_when_read(tmp_path):
+    path = tmp_path / "equivalences.json"
+    assert stale.load_equivalences(path) == []
+    good = {"change": "moved", "modules": {"a.py": ["1" * 40, "2" * 40]}, "evidence": "compare_runs: 13 of 13 equal"}
+    bad = [{**good, "evidence": " "}, {**good, "modules": {"a.py": ["1" * 40]}},
+           {**good, "modules": {"a.py": ["1" * 40, "1" * 40]}}, {**good, "modules": {}}, {**good, "modules": {"a": ["x", None]}}]
+    for entry in bad:
+        path.write_text(json.dumps([good, entry]))
+        with pytest.raises(ValueError, match="entry 1: .*--attest"):
+            stale.load_equivalences(path)
+    path.write_text(json.dumps([good]))
+    assert stale.load_equivalences(path) == [stale.Equivalence("moved", {"a.py": ("1" * 40, "2" * 40)}, good["evidence"])]
+    for equivalence in stale.load_equivalences():  # the repository's own
+        assert equivalence.evidence.strip() and equivalence.modules
+
+
+def test_an_attestation_names_the_modules_changed_since_a_commit(tmp_path):
+    import subprocess
+    _history(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n", "c.py": "z = 1\n"})
+    first = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    (tmp_path / "bcl" / "a.py").write_text("x = (1)\n")
+    (tmp_path / "bcl" / "c.py").unlink()
+    (tmp_path / "bcl" / "d.py").write_text("w = 1\n")
+    entry = stale.attestation(first, "moved", "cmp", ("b.py",), tmp_path)
+    blob = lambda text: stale.blob_id(text.encode())
+    assert entry["modules"] == {"a.py": [blob("x = 1\n"), blob("x = (1)\n")], "c.py": [blob("z = 1\n"), None],
+                                "d.py": [None, blob("w = 1\n")]}
+    with pytest.raises(ValueError, match="nothing to attest"):
+        stale.attestation(first, "moved", "cmp", ("a.py", "c.py", "d.py"), tmp_path)

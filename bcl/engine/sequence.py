@@ -20,11 +20,11 @@ from tqdm.auto import tqdm
 
 from .compilation import PROGRAMS, _predict_program, fast_compile_options, fitting_chunk
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
-from ..core import Split, TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
+from ..core import TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
 from ..metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
                          forward_transfer, mean_nll)
-from .train import (LIKELIHOODS, Method, MethodState, make_task_program, output_units, task_split, vmap_program,
-                       TaskInfo)
+from .train import (LIKELIHOODS, Method, MethodState, make_task_and_end_program, output_units, task_split,
+                              vmap_program)
 
 # %% auto #0
 __all__ = ['SPLITS', 'METRICS', 'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence',
@@ -303,14 +303,7 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
     on_epoch = None if epoch_bar.disable else _EpochProgress.advance  # no host callback without a bar
 
     def make(n_rows=len(args[4])):
-        train = make_task_program(method, n_rows, padded=padded, on_epoch=on_epoch)
-        def train_then_end(key, state, hyper, xs, ys, index, *n_real):
-            state, losses, aux = train(key[0], state, hyper, xs, ys, index, *n_real)
-            n = n_real[0] if padded else n_rows
-            task = TaskInfo(index, n, (n + method.training.batch_size - 1) // method.training.batch_size,
-                            method.training.data_scale)
-            return method.end_task(key[1], state, Split(xs, ys), hyper, task), losses, aux
-        return vmap_program(train_then_end)
+        return vmap_program(make_task_and_end_program(method, n_rows, padded=padded, on_epoch=on_epoch))
     _EpochProgress.bar = None if epoch_bar.disable else epoch_bar
     try:
         (state, losses, aux), compile_s, run_s = PROGRAMS(  # settings (a dict) is unhashable and fixes nothing the functions don't

@@ -19,7 +19,7 @@ from ..models import Model
 __all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule',
            'onecycle_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Training', 'Method', 'task_split',
            'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'epoch_plan',
-           'task_update', 'make_task_program', 'vmap_program']
+           'task_update', 'make_task_program', 'vmap_program', 'make_task_and_end_program']
 
 # %% ../../nbs/engine/20_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -290,3 +290,21 @@ def vmap_program(run: Callable) -> Callable:
         return jax.vmap(over_seeds, in_axes=(None, 0, 0) + (None,) * len(shared))(key, state, hyper, *shared)
 
     return over_grid
+
+# %% ../../nbs/engine/20_train.ipynb #e745d9c2
+def make_task_and_end_program(method: Method, n_rows: int, *, padded: bool = False,
+                              on_epoch: Callable | None = None) -> Callable:
+    """Train one task (`make_task_program`) and end it (`method.end_task`): `run(keys, state, hyper, xs, ys, index)`
+    -> `(state, losses, aux)`, with `keys[0]` the training key and `keys[1]` the end's; with `padded=True`,
+    `run(..., index, n_train)` as in `make_task_program`."""
+    train = make_task_program(method, n_rows, padded=padded, on_epoch=on_epoch)
+
+    def run(keys, state, hyper, xs, ys, index, *n_train):
+        state, losses, aux = train(keys[0], state, hyper, xs, ys, index, *n_train)
+        n = n_train[0] if padded else n_rows
+        task = TaskInfo(index, n, (n + method.training.batch_size - 1) // method.training.batch_size,
+                        method.training.data_scale)
+        return method.end_task(keys[1], state, Split(xs, ys), hyper, task), losses, aux
+
+    return run
+
