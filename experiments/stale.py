@@ -232,6 +232,16 @@ def _git(root: Path, *args: str, data: bytes | None = None) -> bytes:
     return subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True, check=True).stdout
 
 
+def committed_modules(commit: str, root: Path = ROOT) -> dict[str, str]:
+    "Every `*.py` file under bcl/ at `commit` (path under bcl/ -> blob id)."
+    listing = {}
+    for line in _git(root, "ls-tree", "-r", commit, "--", "bcl").decode().splitlines():
+        meta, path = line.split("\t", 1)
+        if path.endswith(".py") and "__pycache__" not in path:
+            listing[path[len("bcl/"):]] = meta.split()[2]
+    return listing
+
+
 def history_versions(wanted: set[str], outside: tuple[str, ...], root: Path = ROOT) -> dict[str, dict[str, str]]:
     """Code version -> {path under bcl/: blob id} for each version in `wanted` that a commit's bcl/ hashes to,
     searching the commits that changed bcl/, newest first. Versions not found are left out."""
@@ -244,11 +254,7 @@ def history_versions(wanted: set[str], outside: tuple[str, ...], root: Path = RO
     for commit in commits:
         if not wanted - set(found):
             break
-        listing = {}
-        for line in _git(root, "ls-tree", "-r", commit, "--", "bcl").decode().splitlines():
-            meta, path = line.split("\t", 1)
-            if path.endswith(".py") and "__pycache__" not in path:
-                listing[path[len("bcl/"):]] = meta.split()[2]
+        listing = committed_modules(commit, root)
         missing = sorted(set(listing.values()) - set(contents))
         if missing:
             out = _git(root, "cat-file", "--batch", data="".join(f"{b}\n" for b in missing).encode())
@@ -321,11 +327,7 @@ def apply_equivalences(then: dict[str, str], equivalences: list[Equivalence]) ->
 
 def attestation(since: str, change: str, evidence: str, outside: tuple[str, ...], root: Path = ROOT) -> dict:
     "The entry of equivalences.json for the modules of bcl/ (outside `outside`) that differ between `since` and now."
-    then = {}
-    for line in _git(root, "ls-tree", "-r", since, "--", "bcl").decode().splitlines():
-        meta, path = line.split("\t", 1)
-        if path.endswith(".py") and "__pycache__" not in path:
-            then[path[len("bcl/"):]] = meta.split()[2]
+    then = committed_modules(since, root)
     now = {n: blob_id(data) for n, data in working_modules(root).items()}
     names = sorted(n for n in set(then) | set(now) if n not in outside and then.get(n) != now.get(n))
     if not names:
@@ -383,12 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from bcl.provenance import OUTSIDE_COMPUTATION, code_version
     if args.attest:
-        if not (args.change and args.evidence):
+        if not (args.change and args.change.strip() and args.evidence and args.evidence.strip()):
             parser.error("--attest needs --change TEXT and --evidence TEXT")
+        load_equivalences()  # the file as it is must read, before anything is added to it
         entries = json.loads(EQUIVALENCES.read_text()) if EQUIVALENCES.exists() else []
         entries.append(attestation(args.attest, args.change, args.evidence, OUTSIDE_COMPUTATION))
         EQUIVALENCES.write_text(json.dumps(entries, indent=1) + "\n")
-        load_equivalences()  # what was written reads back
         print(f"{EQUIVALENCES.relative_to(ROOT)}: {', '.join(entries[-1]['modules'])}")
         return 0
     equivalences = load_equivalences()
