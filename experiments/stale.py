@@ -365,8 +365,9 @@ def status(record: Path, current: str, closure: set[str] | None = None, known: d
             then, applied = apply_equivalences(known[version], list(equivalences))
             if applied:
                 differ = changed_modules(closure, then, now)  # what the recorded refactors do not account for
-                if not differ and through is None:
-                    through = applied
+                if not differ and through is None:  # named: the refactors that changed a module it uses
+                    touched = {eq.change for eq in equivalences if closure is None or set(eq.modules) & closure}
+                    through = [change for change in applied if change in touched]
             differences.append(differ)
     if through is not None:
         return "current", versions, [], through

@@ -138,6 +138,12 @@ def test_a_recorded_refactor_keeps_what_it_did_not_change_current(tmp_path):
     second = stale.Equivalence("b", {"b.py": (blobs(old)["b.py"], blobs(refactored)["b.py"]), "c.py": ("0" * 40, None)},
                                "cmp")
     assert stale.apply_equivalences(blobs(old), [second, first]) == (after_refactor, ["a", "b"])
+    # only the refactors that changed a module the artefact uses are named
+    elsewhere = stale.Equivalence("elsewhere", {"c.py": ("1" * 40, "2" * 40)}, "cmp")
+    old_with_c = {**blobs(old), "c.py": "1" * 40}
+    known_c = {**known, old: old_with_c}
+    assert stale.status(record, refactored, {"a.py", "b.py"}, known_c, {**after_refactor, "c.py": "2" * 40},
+                        [refactor, elsewhere])[::3] == ("current", ["moved"])
 
 
 def test_equivalences_are_checked_when_read(tmp_path):
