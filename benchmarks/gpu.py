@@ -569,6 +569,16 @@ def throughput_gains(lines: list[dict]) -> dict[tuple[str, str, str], float]:
             if r.get("benchmark") == "gpu_concurrent" and r.get("throughput_gain")}
 
 
+def step_backends(paths) -> dict[str, list[str]]:
+    "{backend: the files among `paths` with step lines measured on it}; lines that name no backend are left out."
+    found = {}
+    for path in paths:
+        for backend in sorted({r["backend"] for r in _read_jsonl(path) if r.get("benchmark") == "gpu_step"
+                               and r.get("s_per_step") is not None and r.get("backend")}):
+            found.setdefault(backend, []).append(str(path))
+    return found
+
+
 def print_projection(paths) -> None:
     "Print the projection from the s/step lines of `paths` (a later file's line replaces an earlier one's)."
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -652,6 +662,11 @@ def main() -> None:
         parser.error(f"--concurrent takes a count of at least 2 (got {args.concurrent}) and neither --jobs nor "
                      "--in-process: its processes share the device on purpose")
     if args.project:
+        backends = step_backends(args.project)
+        if len(backends) > 1:  # a later file's line replaces an earlier one's: a CPU file would mix CPU step times in
+            parser.error("--project charges one kind of device, but these files hold step lines of several backends ("
+                         + "; ".join(f"{b}: {', '.join(files)}" for b, files in backends.items())
+                         + "): pass the files of one backend")
         print_projection(args.project)
         return
     if args.quick:

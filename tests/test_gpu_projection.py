@@ -77,10 +77,14 @@ def test_a_spent_budget_reports_every_measurement_instead_of_running_it():
 
 
 def test_bad_arguments_say_what_to_do(tmp_path):
+    mixed = [str(tmp_path / f"{b}.jsonl") for b in ("gpu", "cpu")]
+    for path in mixed:  # a CPU file after GPU ones would replace GPU step times by CPU ones
+        Path(path).write_text(json.dumps(_line("cnn6", "er", 0.01) | {"backend": Path(path).stem}) + "\n")
     for args, words in ((["--jobs", "0"], "--jobs must be a positive integer"),
                         (["--project", str(tmp_path / "none.jsonl")], "no such file"),
                         (["--concurrent", "1"], "--concurrent takes a count of at least 2"),
-                        (["--concurrent", "2", "--jobs", "2"], "neither --jobs")):
+                        (["--concurrent", "2", "--jobs", "2"], "neither --jobs"),
+                        (["--project", *mixed], "step lines of several backends (gpu: ")):
         done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), *args], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 2 and words in done.stderr
