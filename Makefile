@@ -13,7 +13,7 @@ TEMPLATES := nbs/90_visualisation.ipynb nbs/91_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-iris demo-sinusoid clean-notebooks bench docs \
         table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-steps-mnist \
-        table-offline-steps-matched table-offline-matched ledger stale svi-tables
+        table-offline-steps-matched table-offline-matched table-offline-protocol ledger stale svi-tables
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,9 +60,10 @@ sync-check: $(STAMP)
 	  git status --short nbs bcl experiments/templates; exit 1; fi; \
 	echo "notebooks clean, bcl/ and experiments/templates/ in sync with nbs/"
 
-## Every notebook (slow and gpu cells skipped) and tests/ under pytest; the 15 slowest are listed last.
+## Every notebook through nbdev_test (slow and gpu cells skipped) and tests/ under pytest; the 15 slowest are listed
+## last. `pytest tests/test_notebooks.py -k NAME` runs one notebook in a process of its own instead.
 test: env sync-check
-	$(BIN)/python -m pytest tests -q -rs --durations=15 -n $(TEST_PROCS) --dist worksteal
+	BCL_NOTEBOOKS=nbdev_test $(BIN)/python -m pytest tests -q -rs --durations=15 -n $(TEST_PROCS) --dist worksteal
 
 ## The same with slow cells included.
 test-all: env
@@ -149,6 +150,16 @@ MATCHED_CELLS := '*-mnist-*/joint' '*-mnist-*/finetuning' '*-mnist-*/ewc' '*-mni
 table-offline-matched: env
 	$(BIN)/python experiments/run_table.py faa --profile offline --schedule matched --cells $(MATCHED_CELLS)
 	$(BIN)/python experiments/ledger.py faa --profile offline --schedule matched
+	$(BIN)/python experiments/ledger.py faa --profile offline
+
+## The reproduction protocol's primary regime (experiments/protocol.md): the MNIST columns under steps-matched with
+## seeds 0-9 (the protocol's first two stages), then its ledger and the headline ledger with every cell's verdict.
+## The extractor columns take about an hour on 2 cores; the FCNN and CNN columns need a GPU for most cells
+## (experiments/tables/faa_offline-steps-matched_projection.json): `make table-offline-protocol PROTOCOL_CELLS='*-fe/*'`.
+PROTOCOL_CELLS ?= '*-mnist-*/*'
+table-offline-protocol: env
+	$(BIN)/python experiments/run_table.py faa --profile offline --schedule steps-matched --seeds 10 --cells $(PROTOCOL_CELLS)
+	$(BIN)/python experiments/ledger.py faa --profile offline --schedule steps-matched
 	$(BIN)/python experiments/ledger.py faa --profile offline
 
 ## The seed distributions of the eight variational methods on the 2-D sequences and the extractor column

@@ -105,8 +105,8 @@ def ledger_main(argv: list[str] | None = None) -> int:
 
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
-    from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, ledger_entries, previous_cells, read_explanations,
-                                  write_ledger)
+    from bcl.table.ledger import MATCHED_BASE, SCHEDULE_LABELS, Judging, ledger_entries, previous_cells, write_ledger
+    from bcl.table.verdict import load_protocol, read_explanations
     from bcl.table.plan import SCHEDULES, check_profile, run_name
     name = run_name(args.profile, args.schedule)
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
@@ -124,16 +124,22 @@ def _write_ledger(args) -> int:
     other_name = run_name(args.profile, other_schedule)
     compare = ((args.schedule, other_schedule, ledger_entries(tables, other_name))
                if (tables / f"faa_{other_name}.json").exists() else None)
-    schedules = None
-    if args.schedule == "epochs":  # the headline ledger sets every schedule side by side and judges on `matched`
+    judging = None
+    if args.schedule == "epochs":  # the headline ledger: every cell's verdict under its primary regime (the protocol)
+        protocol = load_protocol()
         others = {s: ledger_entries(tables, run_name(args.profile, s)) for s in SCHEDULES
                   if s != "epochs" and (tables / f"faa_{run_name(args.profile, s)}.json").exists()}
         explanations = read_explanations(tables / f"faa_{args.profile}_explanations.json", project_root())
-        schedules = ("epochs", others, explanations)
+        primary = {}  # the projected cells of each primary regime (experiments/project_table.py)
+        for regime in dict.fromkeys(protocol.primary.values()):
+            file = tables / f"faa_{run_name(args.profile, regime)}_projection.json"
+            cells = json.loads(file.read_text())["cells"] if file.exists() else {}
+            primary |= {k: v for k, v in cells.items() if protocol.regime(k.split("/")[0]) == regime}
+        judging = Judging("epochs", others, protocol, explanations, primary)
     base = MATCHED_BASE.get(args.schedule)  # the schedule whose S-FSVI cells a matched one carries over
     carried = (args.schedule, previous_cells(tables, run_name(args.profile, base))) if base else None
     paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,
-                         compare=compare, schedules=schedules, profile=args.profile, carried=carried)
+                         compare=compare, judging=judging, profile=args.profile, carried=carried)
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -72,6 +72,7 @@ def pytest_runtest_logreport(report):
 # process works through the short ones meanwhile, instead of one long test ending the run alone. Names that no longer
 # match move nothing.
 LONGEST_FIRST = (
+    "test_notebooks.py::test_nbdev_test",
     "test_table.py::test_representative_subset_and_its_ledger",
     "test_custom_registry.py::test_a_small_data_column_with_its_own_setup_runs_all_13_methods",
     "test_notebook[methods/41_hmc.ipynb]",

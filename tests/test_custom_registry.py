@@ -232,12 +232,10 @@ def test_the_paper_setup_on_small_data_fails_before_training(tmp_path):
     out = tmp_path / "out"
     common = ["--plugins", "digits_image", "--profile", "offline", "--seeds", "1", "--workers", "1", "--out", str(out),
               "--data-dir", str(tmp_path / "data")]
-    start = time.perf_counter()
     failed = batch(common + ["--cells", *(f"ci-digits-image/{m}" for m in AFFECTED)], tmp_path, plugin_dir)
-    seconds = time.perf_counter() - start
     assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
     assert "7 cells: 0 done, 0 to run, 0 data not present, 7 cannot run" in failed.stdout, failed.stdout
-    assert seconds < 120, seconds  # no kernel started: imports, the data and the checks
+    assert not list(out.rglob("*.ipynb")), "a cell's notebook was started"  # no kernel: imports, data and checks only
     for method in AFFECTED:
         error = json.loads((out / "offline" / "ci-digits-image" / method / "error.json").read_text())
         assert error["type"] == "ValueError" and error["stage"] == "checked before the run"

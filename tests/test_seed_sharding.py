@@ -66,8 +66,9 @@ def test_seeds_split_over_two_host_devices_give_the_single_device_numbers():
                             reference if name == "params" else [reference]):
                 np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32), rtol=1e-4,
                                            atol=1e-5, err_msg=name)  # float32 rounding: summation orders differ
-    # a prediction on a near-tie may flip with the rounding: accuracies agree within a point
-    np.testing.assert_allclose(two["True"]["accuracy"], one["True"]["accuracy"], atol=0.01)
+    # a prediction on a near-tie may flip with the rounding: accuracies agree within one flipped prediction of the
+    # smallest test task (one of 24 points moves an accuracy by 0.042)
+    np.testing.assert_allclose(two["True"]["accuracy"], one["True"]["accuracy"], atol=1 / 24 + 1e-6)
     # the run learnt something (so that equality is not that of untouched initial parameters)
     losses = np.asarray(one["True"]["losses"])
     assert (losses[0, 0, :, -1] < losses[0, 0, :, 0]).all()

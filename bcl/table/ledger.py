@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import enum
+import functools
 import json
+import math
 import os
 import textwrap
 from pathlib import Path
@@ -14,30 +16,26 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .verdict import (UNEXPLAINED, CellFacts, Judgement, Protocol, Rule, explain, judge, load_protocol,
+                               read_explanations, seeds_required)
 from ..paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI_METHODS, TABLE_METHODS, faa_column
 
 # %% auto #0
-__all__ = ['AGREE_POINTS', 'AGREE_SDS', 'SUBSTITUTE_POINTS', 'EXPLAIN_POINTS', 'NEEDS_GPU_HOURS', 'SUBSTITUTE_STATUSES',
-           'STATUSES', 'NO_PUBLISHED', 'STATUS_MARKS', 'MARKS_KEY', 'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING',
-           'MATCHED_BASE', 'UNEXPLAINED', 'Status', 'Entry', 'tolerance', 'judge', 'entry_from_record',
-           'entry_from_numbers', 'collect', 'previous_cells', 'orderings', 'cell_text', 'markdown_ledger',
-           'latex_ledger', 'ledger_figure', 'ledger_entries', 'schedule_section', 'carry_unchanged', 'schedule_value',
-           'read_explanations', 'Verdict', 'verdict', 'schedules_section', 'devices_section', 'extractors_section',
-           'write_ledger']
+__all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINTS', 'STATUS_MARKS', 'MARKS_KEY',
+           'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'MATCHED_BASE', 'VERDICT_COUNTS', 'Status', 'Entry',
+           'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
+           'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries',
+           'schedule_section', 'carry_unchanged', 'schedule_value', 'Verdict', 'verdict', 'Judging', 'judged_cells',
+           'protocol_section', 'sensitivity_section', 'devices_section', 'extractors_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
-AGREE_POINTS = 2.0  # |Δ| within this many percentage points agrees
-AGREE_SDS = 2.0  # ... or within this many of our seed standard deviations
-SUBSTITUTE_POINTS = 3.0  # on substitute data: |Δ| within this many points (or AGREE_SDS sd) agrees
-EXPLAIN_POINTS = 5.0  # a cell off by more than this under every schedule needs a measured explanation
-NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is listed as "needs a GPU"
+NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
 
 class Status(enum.StrEnum):
     "A ledger cell's status; its value is the word the ledger prints and its JSON records."
     AGREES = "agrees"
     DIFFERS = "differs"
-    AGREES_SUBSTITUTE = "agrees on substitute data"
-    DIFFERS_SUBSTITUTE = "differs on substitute data"
+    INCONCLUSIVE = "inconclusive"
     DATA_NOT_PRESENT = "data not present"
     FAILED = "failed"
     NEEDS_GPU = "needs a GPU"
@@ -46,14 +44,14 @@ class Status(enum.StrEnum):
 
     @property
     def agrees(self) -> bool:
-        return self in (Status.AGREES, Status.AGREES_SUBSTITUTE)
+        return self is Status.AGREES
 
-SUBSTITUTE_STATUSES = (Status.AGREES_SUBSTITUTE, Status.DIFFERS_SUBSTITUTE)
+JUDGED = (Status.AGREES, Status.DIFFERS, Status.INCONCLUSIVE)  # the rule's outcomes
 STATUSES = tuple(s for s in Status if s is not Status.NO_PUBLISHED)  # the ledger's count, in this order
 NO_PUBLISHED = Status.NO_PUBLISHED
 
 class Entry(NamedTuple):
-    "One cell of the ledger: ours (mean, sd, n) or None, the paper's number, Δ and the status."
+    "One cell of the ledger: ours (mean, sd, n, the per-seed values) or None, the paper's number, Δ and the status."
     column: str
     method: str
     mean: float | None
@@ -61,42 +59,52 @@ class Entry(NamedTuple):
     n: int
     paper: float | None  # None: no published number
     status: Status
-    note: str = ""
+    note: str = ""  # a finished cell: the substitute data it ran on ('' on the paper's data); else why not
     code: str = ""  # the bcl code version (`bcl.provenance.code_version`) the numbers came from
     kept: bool = False  # taken from the previous ledger: this batch folder has no numbers.json for the cell
     carried: str = ""  # the schedule whose ledger these numbers come from, one that leaves them equal (`carry_unchanged`)
+    per_seed: tuple[float, ...] = ()  # the final average accuracy of every seed, in seed order
 
     @property
     def delta(self) -> float | None:
         return None if self.mean is None or self.paper is None else self.mean - self.paper
 
-def tolerance(sd: float | None, substitute: bool = False) -> float:
-    "The agreement tolerance in points: max(2, 2 sd); on substitute data max(3, 2 sd)."
-    return max(SUBSTITUTE_POINTS if substitute else AGREE_POINTS, AGREE_SDS * (sd or 0.0))
+    @property
+    def judgement(self) -> Judgement | None:
+        "The protocol's rule on this entry's numbers (`bcl.table.verdict.judge`); None without numbers or a paper's."
+        if self.mean is None or self.paper is None:
+            return None
+        return judge(self.mean, self.sd or 0.0, self.n, self.paper, protocol_rule(), bool(self.note))
 
-def judge(mean: float, sd: float, paper: float, substitute: str | None) -> Status:
-    "'agrees' within `tolerance(sd)` of the paper, 'differs' beyond; on other data, the same words 'on substitute data'."
-    agrees = abs(mean - paper) <= tolerance(sd, bool(substitute))
-    if substitute:
-        return Status.AGREES_SUBSTITUTE if agrees else Status.DIFFERS_SUBSTITUTE
-    return Status.AGREES if agrees else Status.DIFFERS
+@functools.cache
+def protocol_rule() -> Rule:
+    "The verdict rule of the project's protocol (`experiments/protocol.json`), read once."
+    return load_protocol().rule
+
+def status_of(mean: float, sd: float, n: int, paper: float | None, substitute: str | None) -> Status:
+    "The rule's outcome as a `Status`; `NO_PUBLISHED` without a paper's number."
+    if paper is None:
+        return NO_PUBLISHED
+    return Status(judge(mean, sd or 0.0, n, paper, protocol_rule(), bool(substitute)).outcome.value)
 
 def entry_from_record(record: dict) -> Entry:
     "The entry of a cell as a previous ledger's JSON recorded it (`write_ledger`), judged again, marked `kept`."
     paper = FAA_PUBLISHED.get(record["column"], {}).get(record["method"])
-    was_substitute = record["status"] in SUBSTITUTE_STATUSES or record["status"] == "substitute data"  # older ledgers
+    was_substitute = "substitute" in str(record.get("status"))  # ledgers before the protocol
     substitute = record.get("substitute", record["note"] if was_substitute else None)
-    status = NO_PUBLISHED if paper is None else judge(record["mean"], record["sd"], paper, substitute)
-    return Entry(record["column"], record["method"], record["mean"], record["sd"], record["n"], paper, status,
-                 substitute or "", record.get("code") or "", kept=True)
+    per_seed = tuple((record.get("final_average_accuracy") or {}).get("per_seed") or ())
+    return Entry(record["column"], record["method"], record["mean"], record["sd"], record["n"], paper,
+                 status_of(record["mean"], record["sd"], record["n"], paper, substitute), substitute or "",
+                 record.get("code") or "", kept=True, per_seed=per_seed)
 
 def entry_from_numbers(numbers: dict) -> Entry:
     "The ledger entry of a finished cell; status `NO_PUBLISHED` for a registered column or method."
     faa = numbers["final_average_accuracy"]
     paper = FAA_PUBLISHED.get(numbers["column"], {}).get(numbers["method"])
-    status = NO_PUBLISHED if paper is None else judge(faa["mean"], faa["std"], paper, numbers.get("substitute"))
-    return Entry(numbers["column"], numbers["method"], faa["mean"], faa["std"], faa["n"], paper, status,
-                 numbers.get("substitute") or "", numbers.get("provenance", {}).get("bcl_code") or "")
+    return Entry(numbers["column"], numbers["method"], faa["mean"], faa["std"], faa["n"], paper,
+                 status_of(faa["mean"], faa["std"], faa["n"], paper, numbers.get("substitute")),
+                 numbers.get("substitute") or "", numbers.get("provenance", {}).get("bcl_code") or "",
+                 per_seed=tuple(faa.get("per_seed") or ()))
 
 # %% ../../nbs/table/62_ledger.ipynb #49e2be74
 def _recorded_profile(folder: Path) -> str:
@@ -186,8 +194,13 @@ def _pairs(column_key: str) -> dict[str, list[tuple[str, str]]]:
                                 for f in ("prior", "likelihood") for k in families]
     return pairs
 
-def _holds(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] >= b[0] - tolerance(max(a[1], b[1]))
+ORDER_POINTS = 2.0  # two numbers within this many points are tied
+
+def _holds(a: tuple[float, float, int], b: tuple[float, float, int]) -> bool:
+    "mean a ≥ mean b, tied within max(`ORDER_POINTS`, 2 standard errors of the difference); (mean, sd, n) each."
+    (ma, sa, na), (mb, sb, nb) = a, b
+    se = math.sqrt((sa or 0.0) ** 2 / max(na, 1) + (sb or 0.0) ** 2 / max(nb, 1))
+    return ma >= mb - max(ORDER_POINTS, 2 * se)
 
 def orderings(entries: dict[tuple[str, str], Entry], column_key: str) -> dict[str, dict]:
     "For each ordering of the column: does it hold in the paper, in ours (None if a method is missing), and where not."
@@ -196,11 +209,11 @@ def orderings(entries: dict[tuple[str, str], Entry], column_key: str) -> dict[st
         paper_fail, ours_fail, complete = [], [], True
         for a, b in pairs:
             ea, eb = entries[column_key, a], entries[column_key, b]
-            if not _holds((ea.paper, 0.0), (eb.paper, 0.0)):
+            if not _holds((ea.paper, 0.0, 1), (eb.paper, 0.0, 1)):
                 paper_fail.append(f"{METHOD_LABELS[a]} < {METHOD_LABELS[b]}")
             if ea.mean is None or eb.mean is None:
                 complete = False
-            elif not _holds((ea.mean, ea.sd), (eb.mean, eb.sd)):
+            elif not _holds((ea.mean, ea.sd, ea.n), (eb.mean, eb.sd, eb.n)):
                 ours_fail.append(f"{METHOD_LABELS[a]} {ea.mean:.1f} < {METHOD_LABELS[b]} {eb.mean:.1f}")
         out[name] = {"paper": not paper_fail, "paper_exceptions": paper_fail,
                      "ours": (not ours_fail) if (complete or ours_fail) else None, "ours_exceptions": ours_fail}
@@ -210,16 +223,18 @@ def orderings(entries: dict[tuple[str, str], Entry], column_key: str) -> dict[st
 def _ours(e: Entry) -> str:
     return "–" if e.mean is None else f"{e.mean:.2f} ± {e.sd:.2f} ({e.n})"
 
-STATUS_MARKS = {Status.AGREES: "✓", Status.DIFFERS: "✗", Status.AGREES_SUBSTITUTE: "✓ˢ", Status.DIFFERS_SUBSTITUTE: "✗ˢ",
-                Status.DATA_NOT_PRESENT: "∅", Status.FAILED: "⚠", Status.NEEDS_GPU: "⌛",
-                Status.NOT_RUN: "…"}  # other statuses: as words
+STATUS_MARKS = {Status.AGREES: "✓", Status.DIFFERS: "✗", Status.INCONCLUSIVE: "?", Status.DATA_NOT_PRESENT: "∅",
+                Status.FAILED: "⚠", Status.NEEDS_GPU: "⌛", Status.NOT_RUN: "…"}  # other statuses: as words
 MARKS_KEY = ("Marks: " + ", ".join(f"{m} {s}" for s, m in STATUS_MARKS.items()) +
-             f" (ˢ: on the profile's substitute data, where within max({SUBSTITUTE_POINTS:g} points, {AGREE_SDS:g} sd) agrees).")
+             " (ˢ: on the profile's substitute data). The outcome is the protocol's rule (experiments/protocol.md) on "
+             "this ledger's numbers: the paper's number inside or outside our 95 % prediction interval for one run, "
+             "widened by the profile's margin; inconclusive where that interval is wider than the protocol allows.")
 
 def cell_text(e: Entry) -> str:
     "One line: ours mean ± sd (seeds) · paper · Δ, then the status as a mark."
     delta = "" if e.delta is None else f" · Δ {e.delta:+.2f}"
-    mark = STATUS_MARKS.get(e.status, "· " + e.status) + (" =" if e.carried else "")
+    mark = STATUS_MARKS.get(e.status, "· " + e.status)
+    mark += ("ˢ" if e.status in JUDGED and e.note else "") + (" =" if e.carried else "")
     return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} {mark}"
 
 def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> str:
@@ -313,7 +328,7 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
                             color="tab:blue", **style)
         if not ran:
             ax.text(0.5, 0.5, es[0].status, transform=ax.transAxes, ha="center", fontsize=8, color="0.4")
-        ax.set_title(c.label + (" *" if any(e.status in SUBSTITUTE_STATUSES for e in es) else ""), fontsize=8)
+        ax.set_title(c.label + (" *" if any(e.status in JUDGED and e.note for e in es) else ""), fontsize=8)
         ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
         ax.set_ylim(0, 100)
         ax.grid(axis="y", alpha=0.3)
@@ -357,12 +372,12 @@ def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
     lines = [f"## {SCHEDULE_LABELS[this].capitalize()} against {SCHEDULE_LABELS[that]}\n",
              f"The {len(both)} cells finished under both schedules (the other ledger: `faa_*` of the same profile)"
              + (f"; the {carried} carried over (=) are left out.\n" if carried else ".\n"),
-             f"| column | method | {SCHEDULE_LABELS[this]} | {SCHEDULE_LABELS[that]} | paper | closer to the paper |",
+             f"| column | method | {SCHEDULE_LABELS[this]} | {SCHEDULE_LABELS[that]} | paper | Δ between them |",
              "|---|---|---|---|---|---|"]
     for c, m in both:
         a, b = entries[c.key, m], other[c.key, m]
-        closer = this if abs(a.mean - a.paper) < abs(b.mean - b.paper) else that
-        lines.append(f"| {c.label} | {METHOD_LABELS[m]} | {_ours(a)} | {_ours(b)} | {a.paper:.2f} | {closer} |")
+        lines.append(f"| {c.label} | {METHOD_LABELS[m]} | {_ours(a)} | {_ours(b)} | {a.paper:.2f} | "
+                     f"{a.mean - b.mean:+.2f} |")
     lines += ["", "| column | ordering | paper | " + " | ".join(SCHEDULE_LABELS[s] for s in (this, that)) + " |",
               "|---|---|---|---|---|"]
     for c in dict.fromkeys(c for c, _ in both):
@@ -397,86 +412,156 @@ def schedule_value(ledgers: dict, schedule: str, column: str, method: str) -> En
         return schedule_value(ledgers, MATCHED_BASE[schedule], column, method)
     return e if e is not None and e.mean is not None else None
 
-def read_explanations(path: str | os.PathLike, root: str | os.PathLike) -> dict[str, dict]:
-    """{'column/method' pattern: {'why', 'diagnosis'}} of the JSON file `path`, or {} if absent; `ValueError` for an
-    explanation whose diagnosis (a path under `root`) is not there: every explanation points to a measurement."""
-    path = Path(path)
-    if not path.is_file():
-        return {}
-    explanations = json.loads(path.read_text())
-    for pattern, e in explanations.items():
-        if not isinstance(e, dict) or not e.get("why") or not e.get("diagnosis"):
-            raise ValueError(f"{path}: the explanation of {pattern!r} needs 'why' (one line) and 'diagnosis' (a path).")
-        if not (Path(root) / e["diagnosis"]).exists():
-            raise ValueError(f"{path}: the diagnosis {e['diagnosis']!r} of {pattern!r} is not under {root}; commit "
-                             "the measurement first.")
-    return explanations
-
-UNEXPLAINED = "unexplained"
-
 class Verdict(NamedTuple):
-    """A substitute cell's verdict: its status under `schedule` ('matched', else 'epochs'; None when neither ran) and,
-    for a cell off by more than `EXPLAIN_POINTS` under every schedule run, its explanation or `UNEXPLAINED`."""
+    """A cell's verdict under the protocol: its status under its primary regime `regime`, on the seeds the protocol's
+    stages require; the rule's judgement; for a differing cell its explanation or `UNEXPLAINED`, and why the
+    explanations that matched it were refused; `note`: what is missing for a cell not judged."""
     status: Status
-    schedule: str | None
+    regime: str
+    judgement: Judgement | None = None
     explanation: str = ""
+    refused: str = ""
+    note: str = ""
 
-    @property
-    def text(self) -> str:
-        "The status as the ledger prints it, marked when judged without the matched schedule."
-        return f"{self.status} (epochs; matched not run)" if self.schedule == "epochs" else str(self.status)
+    def record(self, protocol: Protocol) -> dict:
+        "The verdict as the ledger's JSON records it, with the regime and the rule it came from."
+        j = self.judgement
+        rule = protocol.rule
+        numbers = {} if j is None else {"mean": j.mean, "sd": j.sd, "n": j.n, "half_width": j.half_width,
+                                        "margin": j.margin, "interval": [j.low, j.high]}
+        return {"status": str(self.status), "regime": self.regime, "protocol_version": protocol.version,
+                "rule": {"interval": "prediction", "level": rule.level, "max_half_width_points": rule.max_half_width,
+                         "margin_points": j.margin if j else None},
+                **numbers, "explanation": self.explanation, "refused": self.refused, "note": self.note}
 
-def verdict(ledgers: dict, column: str, method: str, explanations: dict) -> Verdict:
-    """The `Verdict` of a cell: its status under 'matched' (else under 'epochs'), and for a cell that does not agree
-    and is off by more than `EXPLAIN_POINTS` under every schedule run, the first explanation whose pattern matches."""
-    import fnmatch
-    schedule = "matched"
-    judged = schedule_value(ledgers, schedule, column, method)
-    if judged is None:
-        schedule = "epochs"
-        judged = schedule_value(ledgers, schedule, column, method)
-    if judged is None:
-        return Verdict(Status.NOT_RUN, None)
-    ran = [e for s in SCHEDULE_LABELS if (e := schedule_value(ledgers, s, column, method)) is not None]
-    if judged.status.agrees or min(abs(e.delta) for e in ran) <= EXPLAIN_POINTS:
-        return Verdict(judged.status, schedule)
-    for pattern, e in explanations.items():
-        if fnmatch.fnmatchcase(f"{column}/{method}", pattern):
-            return Verdict(judged.status, schedule, f"{e['why']} ([diagnosis]({e['diagnosis']}))")
-    return Verdict(judged.status, schedule, UNEXPLAINED)
+def _pending(projected: dict | None, protocol: Protocol, what: str) -> tuple[Status, str]:
+    "A cell (or its remaining seeds) not run: 'needs a GPU' past the protocol's hours on the CPU, else 'not run'."
+    if not projected or projected.get("hours") is None:
+        return Status.NOT_RUN, what
+    hours = float(projected["hours"])
+    status = Status.NEEDS_GPU if hours > protocol.needs_gpu_hours else Status.NOT_RUN
+    return status, f"{what}; projected {hours:.2f} h on {projected.get('device', 'the CPU')}"
 
-def schedules_section(ledgers: dict, explanations: dict, link_root: str = "../..") -> str:
-    """Markdown: every cell run on substitute data under any schedule, ours under each beside the paper, its verdict
-    (`verdict`) and the counts: agree, differ by at most `EXPLAIN_POINTS`, differ more (explained or not)."""
-    lines = ["## The schedules side by side: the verdict on substitute data\n",
-             f"A substitute cell agrees when |Δ| ≤ max({SUBSTITUTE_POINTS:g} points, {AGREE_SDS:g} sd) under the matched "
-             "schedule (prior terms weighed as for the paper's task size); S-FSVI, which the matching leaves unchanged, "
-             "carries its unmatched numbers over (marked =). A cell off by more than "
-             f"{EXPLAIN_POINTS:g} points under every schedule run needs a measured explanation.\n",
-             "| column | method | " + " | ".join(SCHEDULE_LABELS) + " | paper | verdict | explanation |",
-             "|---|---|" + "---|" * (len(SCHEDULE_LABELS) + 3)]
-    counts = {"agree": 0, "differ ≤ 5": 0, "explained": 0, "unexplained": 0, "not judged": 0}
-    for c in FAA_COLUMNS:
-        for m in TABLE_METHODS:
-            values = {s: schedule_value(ledgers, s, c.key, m) for s in SCHEDULE_LABELS}
-            if not any(v is not None and v.status in SUBSTITUTE_STATUSES for v in values.values()):
-                continue
-            judged = verdict(ledgers, c.key, m, explanations)
-            own = lambda s: (ledgers.get(s) or {}).get((c.key, m))
-            cells = [("–" if v is None else f"{v.mean:.2f} ± {v.sd:.2f}" +
-                      (" =" if s in MATCHED_BASE and (own(s) is None or own(s).mean is None) else ""))
-                     for s, v in values.items()]
-            paper = next(v.paper for v in values.values() if v is not None)
-            lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
-                         f" | {paper:.2f} | {judged.text} | {judged.explanation.replace('](', f']({link_root}/')} |")
-            key = ("not judged" if judged.schedule == "epochs" else "agree" if judged.status.agrees else
-                   "unexplained" if judged.explanation == UNEXPLAINED else
-                   "explained" if judged.explanation else "differ ≤ 5")
-            counts[key] += 1
-    lines += ["", "| agree (matched) | differ by ≤ 5 points | differ more, explained | differ more, unexplained | "
-              "not judged (matched not run) |", "|---|---|---|---|---|",
-              "| " + " | ".join(str(counts[k]) for k in counts) + " |", ""]
+def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explanations: dict,
+            projection: dict | None = None) -> Verdict:
+    """The `Verdict` of a cell from `ledgers` ({schedule: entries}), judged under its primary regime only.
+    `projection`: the projected CPU time of the primary regime's cells ('column/method' → record with 'hours')."""
+    regime = protocol.regime(column)
+    e = schedule_value(ledgers, regime, column, method)
+    projected = (projection or {}).get(f"{column}/{method}")
+    if e is None:
+        status, note = _pending(projected, protocol, f"not run under {regime}")
+        return Verdict(status, regime, note=note)
+    substitute = bool(e.note)
+    need = seeds_required(e.per_seed, e.paper, protocol, substitute) if e.per_seed else e.n
+    if e.n < need and e.n < protocol.seeds.through(2):
+        status, note = _pending(projected, protocol, f"the protocol's stages require seeds {e.n}–{need - 1} ({e.n} run)")
+        return Verdict(status, regime, note=note)
+    j = judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, substitute)
+    status = Status(j.outcome.value)
+    note = f"stage 3 (seeds {e.n}–{need - 1}) not run yet" if e.n < need else ""
+    if status is not Status.DIFFERS:
+        return Verdict(status, regime, j, note=note)
+    text, refused = explain(column, method, CellFacts(j, regime, protocol.rule, substitute), explanations)
+    return Verdict(status, regime, j, text, refused, note)
+
+class Judging(NamedTuple):
+    "What the headline ledger judges with: its own schedule, the other schedules' entries, the protocol and the rest."
+    schedule: str  # the schedule of the ledger being written
+    others: dict[str, dict]  # schedule → entries (`ledger_entries`)
+    protocol: Protocol
+    explanations: dict  # `bcl.table.verdict.read_explanations`
+    projection: dict | None = None  # the primary regime's projected cells
+
+VERDICT_COUNTS = ("agree", "differ, explained", "differ, unexplained", "inconclusive", "needs a GPU", "not run")
+
+def _count_key(v: Verdict) -> str:
+    if v.status is Status.DIFFERS:
+        return "differ, unexplained" if v.explanation == UNEXPLAINED else "differ, explained"
+    return {Status.AGREES: "agree", Status.INCONCLUSIVE: "inconclusive", Status.NEEDS_GPU: "needs a GPU"}.get(
+        v.status, "not run")
+
+def judged_cells(ledgers: dict) -> list[tuple]:
+    "The (column, method) pairs any schedule finished, in the table's order."
+    return [(c, m) for c in FAA_COLUMNS for m in TABLE_METHODS
+            if any((entries.get((c.key, m)) or Entry(c.key, m, None, None, 0, None, Status.NOT_RUN)).mean is not None
+                   for entries in ledgers.values())]
+
+def protocol_section(ledgers: dict, protocol: Protocol, explanations: dict, projection: dict | None = None,
+                     link_root: str = "../..") -> str:
+    """Markdown: the verdict of every cell any schedule ran, under its primary regime (`verdict`), with its interval
+    and explanation, then the counts."""
+    regimes = sorted(set(protocol.primary.values()))
+    rule = protocol.rule
+    lines = ["## Verdicts under the reproduction protocol\n",
+             f"Protocol version {protocol.version} (`experiments/protocol.md`), declared before the runs it judges. Each "
+             f"cell is judged under its primary regime ({', '.join(f'`{r}`' for r in regimes)}) only, on the seeds the "
+             "protocol's stages require: the paper's number against our 95 % prediction interval for one run, widened "
+             f"by {rule.margins['offline']:g} points on substitute data ({rule.margins['paper']:g} on the paper's); "
+             f"an interval with a half-width over {rule.max_half_width:g} points cannot agree. A differing cell is "
+             "explained only where a committed diagnosis measures a number that bears on it.\n",
+             "| column | method | regime | ours | interval | paper | verdict | explanation, or why not |",
+             "|---|---|---|---|---|---|---|---|"]
+    counts = dict.fromkeys(VERDICT_COUNTS, 0)
+    for c, m in judged_cells(ledgers):
+        v = verdict(ledgers, c.key, m, protocol, explanations, projection)
+        counts[_count_key(v)] += 1
+        j = v.judgement
+        ours = "–" if j is None else f"{j.mean:.2f} ± {j.sd:.2f} ({j.n})"
+        text = v.explanation.replace("](", f"]({link_root}/") if v.explanation != UNEXPLAINED else (
+            "unexplained" + (f": refused, {v.refused}" if v.refused else ""))
+        text = "; ".join(t for t in (text, v.note) if t)
+        lines.append(f"| {c.label} | {METHOD_LABELS[m]} | {v.regime} | {ours} | {j.interval if j else '–'} | "
+                     f"{FAA_PUBLISHED[c.key][m]:.2f} | {v.status} | {text} |")
+    lines += ["", "| " + " | ".join(VERDICT_COUNTS) + " |", "|---" * len(VERDICT_COUNTS) + "|",
+              "| " + " | ".join(str(counts[k]) for k in VERDICT_COUNTS) + " |", ""]
     return "\n".join(lines) + "\n"
+
+def sensitivity_section(ledgers: dict, protocol: Protocol) -> str:
+    """Markdown: every cell any schedule ran, under each schedule with the rule's outcome on that schedule's numbers,
+    beside its primary regime; then the cells whose outcome another schedule would change, and the largest moves.
+    The secondary schedules never give a verdict."""
+    schedules = [s for s in SCHEDULE_LABELS if s in ledgers]
+    lines = ["## Sensitivity: every cell under every schedule\n",
+             "The rule applied to each schedule's own numbers (all its seeds; `=`: carried from the schedule it "
+             "matches). Only the primary regime's outcome is a verdict; the others show what the choice of regime "
+             "decides.\n",
+             "| column | method | " + " | ".join(schedules) + " | paper | primary |",
+             "|---|---|" + "---|" * (len(schedules) + 2)]
+    changed, moves = [], []
+    for c, m in judged_cells(ledgers):
+        primary = protocol.regime(c.key)
+        values = {s: schedule_value(ledgers, s, c.key, m) for s in schedules}
+        own = lambda s: (ledgers.get(s) or {}).get((c.key, m))
+        cells = []
+        for s, v in values.items():
+            if v is None:
+                cells.append("–")
+                continue
+            mark = STATUS_MARKS[Status(v.judgement.outcome.value)]
+            carried = " =" if own(s) is None or own(s).mean is None else ""
+            cells.append(f"{v.mean:.2f} ({v.n}) {mark}{carried}")
+        lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
+                     f" | {FAA_PUBLISHED[c.key][m]:.2f} | {primary} |")
+        ran = {s: v for s, v in values.items() if v is not None}
+        if values.get(primary) is not None:
+            base = values[primary].judgement.outcome
+            others = [s for s, v in ran.items() if v.judgement.outcome != base]
+            if others:
+                changed.append(f"{c.label} {METHOD_LABELS[m]} ({base} under {primary}; "
+                               + ", ".join(f"{ran[s].judgement.outcome} under {s}" for s in others) + ")")
+        if len(ran) > 1:
+            means = [v.mean for v in ran.values()]
+            moves.append((max(means) - min(means), f"{c.label} {METHOD_LABELS[m]}",
+                          ", ".join(f"{s} {v.mean:.2f}" for s, v in ran.items())))
+    lines += ["", f"**{len(changed)} cells** would get another outcome under some other schedule than their primary "
+              "regime" + (": " + "; ".join(changed) + "." if changed else ".") + "\n"]
+    if moves:
+        lines += ["The largest moves between schedules (points, the range of the means):\n",
+                  "| cell | range | means |", "|---|---|---|"]
+        lines += [f"| {cell} | {spread:.2f} | {means} |" for spread, cell, means in sorted(moves, reverse=True)[:10]]
+    return "\n".join(lines) + "\n"
+
 
 # %% ../../nbs/table/62_ledger.ipynb #fcf1fa2c
 def devices_section(cells: dict[str, dict]) -> str:
@@ -534,11 +619,11 @@ def extractors_section(cells: dict[str, dict]) -> str:
 def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
                  compare: tuple[str, str, dict] | None = None,
-                 schedules: tuple[str, dict, dict] | None = None, profile: str | None = None,
+                 judging: Judging | None = None, profile: str | None = None,
                  carried: tuple[str, dict] | None = None) -> dict[str, Path]:
     """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
-    other schedule, the other ledger's entries) appends `schedule_section`; `schedules` = (this schedule, {other
-    schedule: its entries}, explanations) appends `schedules_section` and records each cell's verdict. `profile`: the
+    other schedule, the other ledger's entries) appends `schedule_section`; `judging` (the headline ledger) appends
+    `protocol_section` and `sensitivity_section` and records each cell's verdict under the protocol. `profile`: the
     batch's profile (default: the one the batch folder records). `carried` = (this schedule, the finished records of
     the schedule it matches) fills the cells the schedule leaves unchanged (`carry_unchanged`). 11 parameters: where
     to read and write (three folders), the ledger's name and title, five optional parts of it, and the profile."""
@@ -556,9 +641,10 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     if compare:
         section = schedule_section(entries, compare[2], compare[0], compare[1])
         text += "\n" + section if section else ""
-    ledgers = {schedules[0]: entries} | schedules[1] if schedules else {}
-    if schedules:
-        text += "\n" + schedules_section(ledgers, schedules[2])
+    ledgers = {judging.schedule: entries} | judging.others if judging else {}
+    if judging:
+        text += "\n" + protocol_section(ledgers, judging.protocol, judging.explanations, judging.projection)
+        text += "\n" + sensitivity_section(ledgers, judging.protocol)
     cells = {}
     for (column, method), e in entries.items():
         numbers, _ = read_cell(Path(batch_folder) / column / method)
@@ -567,7 +653,7 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
             record = previous[f"{column}/{method}"] | record
         elif e.carried:
             base = carried[1][f"{column}/{method}"]
-            record = {k: v for k, v in base.items() if k not in ("verdict", "explanation")} | record
+            record = {k: v for k, v in base.items() if k != "verdict"} | record
         elif numbers is not None:
             record["substitute"] = numbers.get("substitute")
             record |= {k: numbers.get(k) for k in ("final_average_accuracy", "seeds", "parameters", "settings",
@@ -576,9 +662,11 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
             record["provenance"] = {k: numbers["provenance"].get(k) for k in ("bcl_code", "git", "packages", "backend",
                                                                                "devices", "cpu", "xla_flags")}
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
-        if schedules and e.status in SUBSTITUTE_STATUSES:
-            judged = verdict(ledgers, column, method, schedules[2])
-            record["verdict"], record["explanation"] = judged.text, judged.explanation
+        record.pop("explanation", None)  # ledgers before the protocol kept it beside their verdict
+        record.pop("verdict", None)
+        if judging and e.status not in (Status.DATA_NOT_PRESENT, NO_PUBLISHED):
+            judged = verdict(ledgers, column, method, judging.protocol, judging.explanations, judging.projection)
+            record["verdict"] = judged.record(judging.protocol)
         cells[f"{column}/{method}"] = record
     text += "\n" + devices_section(cells)
     extractors = extractors_section(cells)
@@ -589,6 +677,10 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     paths["json"] = atomic_write_json(tables_folder / f"faa_{name}.json", {
         "name": name, "title": title, "summary": summary, "cells": cells, "provenance": provenance(),
         "projection": projection,
+        "protocol": None if judging is None else {
+            "version": judging.protocol.version, "file": "experiments/protocol.json",
+            "counts": {k: sum(_count_key(Verdict(Status(r["verdict"]["status"]), "", explanation=r["verdict"]["explanation"])) == k
+                              for r in cells.values() if "verdict" in r) for k in VERDICT_COUNTS}},
         "orderings": {c.key: orderings(entries, c.key) for c in FAA_COLUMNS}})
     fig = ledger_figure(entries, title)
     for suffix, dpi in (("png", 150), ("pdf", None)):

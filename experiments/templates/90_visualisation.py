@@ -7,7 +7,7 @@
 # that `nbdev_test` and `make test` run the whole pipeline. The paper's settings live in
 # `experiments/params/paper_*.yaml`; `experiments/run_visualisation.py` executes this notebook with them
 # (papermill) and `make demo` calls it. Every method runs inside `safe_run`: one that fails is recorded with its
-# error and the others' results are kept.
+# error, the others' results are kept and drawn, and the run then fails, naming it.
 #
 # Beyond the paper, after each task the distance of every method's predictive to HMC-NUTS's on the plotting grid
 # (mean total variation and mean KL(HMC‖method), `bcl.figure.visualisation`) is tabulated next to final average accuracy,
@@ -186,7 +186,7 @@ display(Image(filename=str(figure_folder / f"visualisation_{sequence}.png"), wid
 #
 # Whatever the parameters: every requested method has an entry; the successful ones have accuracies in $[0, 1]$
 # for every seed and task, a grid predictive that is a distribution at every point, and (with HMC) distances in
-# range; the figure files exist.
+# range; the figure files exist. A method that failed fails the run here, after everything else was written.
 
 # %%
 import json
@@ -211,3 +211,7 @@ if written["methods"].get("hmc", {}).get("status") == "ok":
 for suffix in (".png", ".pdf"):
     assert (figure_folder / f"visualisation_{sequence}{suffix}").stat().st_size > 0
 print({name: entry["status"] for name, entry in written["methods"].items()})
+failed = {name: entry["error"]["type"] for name, entry in written["methods"].items() if entry["status"] != "ok"}
+if failed:
+    raise RuntimeError(f"{len(failed)} method(s) failed: {failed}; their errors are in {json_path}, and the other "
+                       "methods' numbers, figure and tables were written.")
