@@ -237,9 +237,9 @@ def cell_text(e: Entry) -> str:
     mark += ("ˢ" if e.status in JUDGED and e.note else "") + (" =" if e.carried else "")
     return f"{_ours(e)} · {'–' if e.paper is None else f'{e.paper:.2f}'}{delta} {mark}"
 
-def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "") -> str:
-    "Both sub-tables as markdown, with a status count and the orderings per column."
-    lines = [f"# {title}\n"] if title else []
+def markdown_ledger(entries: dict[tuple[str, str], Entry], title: str = "", preface: str = "") -> str:
+    "Both sub-tables as markdown (after `preface`, a paragraph), with a status count and the orderings per column."
+    lines = ([f"# {title}\n"] if title else []) + ([preface + "\n"] if preface else [])
     for table, caption in (("a", "(a) With a fixed pre-trained feature extractor"),
                            ("b", "(b) Without a fixed pre-trained feature extractor")):
         columns = [c for c in FAA_COLUMNS if c.table == table]
@@ -637,7 +637,11 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     entries = collect(batch_folder, profile, projection=(projection or {}).get("cells"), kept=previous)
     if carried:
         entries = carry_unchanged(entries, *carried)
-    text = markdown_ledger(entries, title)
+    preface = ("" if judging is None else
+               f"The sub-tables and the status count show this ledger's own schedule, `{judging.schedule}`, with the "
+               "protocol's rule applied to its numbers. The verdicts come only from each cell's primary regime: see "
+               "*Verdicts under the reproduction protocol* below (`experiments/protocol.md`).")
+    text = markdown_ledger(entries, title, preface)
     if compare:
         section = schedule_section(entries, compare[2], compare[0], compare[1])
         text += "\n" + section if section else ""
