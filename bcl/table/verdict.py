@@ -229,6 +229,14 @@ class Ceiling(NamedTuple):
                     f"({j.half_width + j.margin:.2f})")
         return None
 
+def _judged_runs(values, cell: CellFacts, who: str, regime: str) -> tuple[Judgement | None, str | None]:
+    "Other runs judged against the paper's number by the same rule, or why they cannot stand beside the cell."
+    runs = _seeds(values, "per_seed")
+    if regime != cell.regime:
+        return None, f"{who} ran under {regime!r}, the cell is judged under {cell.regime!r}"
+    sd = float(runs.std(ddof=1)) if len(runs) > 1 else 0.0
+    return judge(float(runs.mean()), sd, len(runs), cell.judgement.paper, cell.rule, cell.substitute), None
+
 class AuthorsCode(NamedTuple):
     "The authors' code, unmodified, on the same arrays under the same regime, lands where we do."
     per_seed: tuple[float, ...]
@@ -236,16 +244,16 @@ class AuthorsCode(NamedTuple):
     fields = ("per_seed", "regime")
 
     def refusal(self, cell: CellFacts) -> str | None:
-        theirs, j = _seeds(self.per_seed, "per_seed"), cell.judgement
-        if len(theirs) < 3:
-            return f"{len(theirs)} seed(s) of the authors' code; the protocol asks for at least 3"
-        if self.regime != cell.regime:
-            return f"the authors' code ran under {self.regime!r}, the cell is judged under {cell.regime!r}"
-        if abs(theirs.mean() - j.mean) > j.half_width + j.margin:
-            return f"their mean {theirs.mean():.2f} lies outside our interval {j.interval}"
-        own = judge(float(theirs.mean()), float(theirs.std(ddof=1)), len(theirs), j.paper, cell.rule, cell.substitute)
-        if own.outcome is not Outcome.DIFFERS:
-            return f"the paper's {j.paper:.2f} is inside their own interval {own.interval}: they do not differ from it"
+        if len(self.per_seed) < 3:
+            return f"{len(self.per_seed)} seed(s) of the authors' code; the protocol asks for at least 3"
+        theirs, why_not = _judged_runs(self.per_seed, cell, "the authors' code", self.regime)
+        if why_not:
+            return why_not
+        j = cell.judgement
+        if abs(theirs.mean - j.mean) > j.half_width + j.margin:
+            return f"their mean {theirs.mean:.2f} lies outside our interval {j.interval}"
+        if theirs.outcome is not Outcome.DIFFERS:
+            return f"the paper's {j.paper:.2f} is inside their own interval {theirs.interval}: they do not differ from it"
         return None
 
 class Control(NamedTuple):
@@ -255,13 +263,12 @@ class Control(NamedTuple):
     fields = ("per_seed", "regime")
 
     def refusal(self, cell: CellFacts) -> str | None:
-        runs, j = _seeds(self.per_seed, "per_seed"), cell.judgement
-        if self.regime != cell.regime:
-            return f"the control ran under {self.regime!r}, the cell is judged under {cell.regime!r}"
-        own = judge(float(runs.mean()), float(runs.std(ddof=1)) if len(runs) > 1 else 0.0, len(runs), j.paper,
-                    cell.rule, cell.substitute)
+        own, why_not = _judged_runs(self.per_seed, cell, "the control", self.regime)
+        if why_not:
+            return why_not
         if own.outcome is not Outcome.AGREES:
-            return f"the control ({own.mean:.2f}, interval {own.interval}) {own.outcome} with the paper's {j.paper:.2f}"
+            return (f"the control ({own.mean:.2f}, interval {own.interval}) {own.outcome} with the paper's "
+                    f"{cell.judgement.paper:.2f}")
         return None
 
 EVIDENCE_KINDS = {"ceiling": Ceiling, "authors-code": AuthorsCode, "control": Control}
