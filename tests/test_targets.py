@@ -3,9 +3,9 @@
 Each target is one method trained on CI Split 2D Iris with the paper's settings but 20 epochs a task, seeds 0-9 (one
 vmapped program each), its final average accuracy per seed in `tests/targets/cisplit2diris.json`. A rerun drifts
 when, by the reproduction protocol's rule (`bcl.table.verdict.judge`, the paper-data margin of 1 point), the
-committed mean lies outside the rerun's 95 % prediction interval for one run: a change that moves a result fails
-here, while a different machine's rounding, which flips a prediction or two, does not. A deliberate change to one
-method's objective (experience replay's replayed points weighing nothing) must fail the check (a test below).
+committed mean lies outside the rerun's 95 % prediction interval for one run (with the larger of the two spreads):
+a change that moves a result fails here, while a different machine's rounding, which flips a prediction or two, does
+not. A deliberate change to one method's objective (experience replay's replayed points weighing nothing) must fail the check (a test below).
 
 Write the targets again, after a change that is meant to move them, with `python tests/test_targets.py --write`, and
 say why in the CHANGELOG.
@@ -49,11 +49,12 @@ def per_seed(method: str, weightless: bool = False) -> list[float]:
 
 
 def drift(target: list[float], rerun: list[float]) -> str | None:
-    "None when the committed mean is a plausible run of the rerun's seeds; else what moved."
+    """None when the committed mean is a plausible run of the rerun's seeds; else what moved. The spread is the larger
+    of the two sample sds, so that a rerun whose seeds happen to agree exactly is not judged on no spread at all."""
     from bcl.table.verdict import Outcome, judge, load_protocol
     runs = np.asarray(rerun, float)
-    j = judge(float(runs.mean()), float(runs.std(ddof=1)), len(runs), float(np.mean(target)), load_protocol().rule,
-              substitute=False)
+    sd = max(float(runs.std(ddof=1)), float(np.std(target, ddof=1)))
+    j = judge(float(runs.mean()), sd, len(runs), float(np.mean(target)), load_protocol().rule, substitute=False)
     if j.outcome is Outcome.DIFFERS:
         return f"mean {np.mean(target):.2f} committed, {runs.mean():.2f} now, outside the rerun's interval {j.interval}"
     return None

@@ -25,8 +25,9 @@ __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINT
            'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'MATCHED_BASE', 'VERDICT_COUNTS', 'Status', 'Entry',
            'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
            'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries',
-           'schedule_section', 'carry_unchanged', 'schedule_value', 'Verdict', 'verdict', 'Judging', 'judged_cells',
-           'protocol_section', 'sensitivity_section', 'devices_section', 'extractors_section', 'write_ledger']
+           'schedule_section', 'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'judged_cells',
+           'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section', 'devices_section',
+           'extractors_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
@@ -69,12 +70,6 @@ class Entry(NamedTuple):
     def delta(self) -> float | None:
         return None if self.mean is None or self.paper is None else self.mean - self.paper
 
-    @property
-    def judgement(self) -> Judgement | None:
-        "The protocol's rule on this entry's numbers (`bcl.table.verdict.judge`); None without numbers or a paper's."
-        if self.mean is None or self.paper is None:
-            return None
-        return judge(self.mean, self.sd or 0.0, self.n, self.paper, protocol_rule(), bool(self.note))
 
 @functools.cache
 def protocol_rule() -> Rule:
@@ -163,14 +158,19 @@ def previous_cells(tables_folder: str | os.PathLike, name: str) -> dict[str, dic
     return {key: r for key, r in json.loads(path.read_text())["cells"].items()
             if r.get("mean") is not None and not r.get("carried")}  # a carried cell is another ledger's
 
+def _pending(projected: dict | None, hours_limit: float) -> tuple[Status, str]:
+    """What is not run yet: 'needs a GPU' when its projected hours exceed `hours_limit`, else 'not run'; with the
+    projection's words ('' without one)."""
+    if not projected or projected.get("hours") is None:
+        return Status.NOT_RUN, ""
+    hours = float(projected["hours"])
+    return (Status.NEEDS_GPU if hours > hours_limit else Status.NOT_RUN,
+            f"projected {hours:.2f} h on {projected.get('device', 'the CPU')}")
+
 def _not_run(column: str, method: str, paper: float, why: str, projected: dict | None) -> Entry:
     "A cell without numbers: 'needs a GPU' when its projected hours exceed `NEEDS_GPU_HOURS`, else 'not run'."
-    if not projected or projected.get("hours") is None:
-        return Entry(column, method, None, None, 0, paper, Status.NOT_RUN, why)
-    hours = float(projected["hours"])
-    note = f"projected {hours:.2f} h on {projected.get('device', 'the CPU')}"
-    return Entry(column, method, None, None, 0, paper, Status.NEEDS_GPU if hours > NEEDS_GPU_HOURS else Status.NOT_RUN,
-                 note)
+    status, note = _pending(projected, NEEDS_GPU_HOURS)
+    return Entry(column, method, None, None, 0, paper, status, note or why)
 
 def _error_note(path: Path) -> str:
     try:
@@ -434,13 +434,18 @@ class Verdict(NamedTuple):
                          "margin_points": j.margin if j else None},
                 **numbers, "explanation": self.explanation, "refused": self.refused, "note": self.note}
 
-def _pending(projected: dict | None, protocol: Protocol, what: str) -> tuple[Status, str]:
-    "A cell (or its remaining seeds) not run: 'needs a GPU' past the protocol's hours on the CPU, else 'not run'."
-    if not projected or projected.get("hours") is None:
-        return Status.NOT_RUN, what
-    hours = float(projected["hours"])
-    status = Status.NEEDS_GPU if hours > protocol.needs_gpu_hours else Status.NOT_RUN
-    return status, f"{what}; projected {hours:.2f} h on {projected.get('device', 'the CPU')}"
+def _waiting(projected: dict | None, protocol: Protocol, what: str) -> tuple[Status, str]:
+    "A cell, or its remaining seeds, not run under its primary regime: its status and what is missing."
+    status, projection = _pending(projected, protocol.needs_gpu_hours)
+    return status, "; ".join(t for t in (what, projection) if t)
+
+class Judging(NamedTuple):
+    "What the headline ledger judges with: its own schedule, the other schedules' entries, the protocol and the rest."
+    schedule: str  # the schedule of the ledger being written
+    others: dict[str, dict]  # schedule → entries (`ledger_entries`)
+    protocol: Protocol
+    explanations: dict  # `bcl.table.verdict.read_explanations`
+    projection: dict | None = None  # the primary regime's projected cells
 
 def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explanations: dict,
             projection: dict | None = None) -> Verdict:
@@ -450,12 +455,12 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
     e = schedule_value(ledgers, regime, column, method)
     projected = (projection or {}).get(f"{column}/{method}")
     if e is None:
-        status, note = _pending(projected, protocol, f"not run under {regime}")
+        status, note = _waiting(projected, protocol, f"not run under {regime}")
         return Verdict(status, regime, note=note)
     substitute = bool(e.note)
     need = seeds_required(e.per_seed, e.paper, protocol, substitute) if e.per_seed else e.n
     if e.n < need and e.n < protocol.seeds.through(2):
-        status, note = _pending(projected, protocol, f"the protocol's stages require seeds {e.n}–{need - 1} ({e.n} run)")
+        status, note = _waiting(projected, protocol, f"the protocol's stages require seeds {e.n}–{need - 1} ({e.n} run)")
         return Verdict(status, regime, note=note)
     j = judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, substitute)
     status = Status(j.outcome.value)
@@ -464,14 +469,6 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
         return Verdict(status, regime, j, note=note)
     text, refused = explain(column, method, CellFacts(j, regime, protocol.rule, substitute), explanations)
     return Verdict(status, regime, j, text, refused, note)
-
-class Judging(NamedTuple):
-    "What the headline ledger judges with: its own schedule, the other schedules' entries, the protocol and the rest."
-    schedule: str  # the schedule of the ledger being written
-    others: dict[str, dict]  # schedule → entries (`ledger_entries`)
-    protocol: Protocol
-    explanations: dict  # `bcl.table.verdict.read_explanations`
-    projection: dict | None = None  # the primary regime's projected cells
 
 VERDICT_COUNTS = ("agree", "differ, explained", "differ, unexplained", "inconclusive", "needs a GPU", "not run")
 
@@ -487,9 +484,20 @@ def judged_cells(ledgers: dict) -> list[tuple]:
             if any((entries.get((c.key, m)) or Entry(c.key, m, None, None, 0, None, Status.NOT_RUN)).mean is not None
                    for entries in ledgers.values())]
 
-def protocol_section(ledgers: dict, protocol: Protocol, explanations: dict, projection: dict | None = None,
-                     link_root: str = "../..") -> str:
-    """Markdown: the verdict of every cell any schedule ran, under its primary regime (`verdict`), with its interval
+def verdicts_of(ledgers: dict, judging: Judging) -> dict[tuple[str, str], Verdict]:
+    "The `Verdict` of every cell any schedule finished ((column key, method) → verdict), each judged once."
+    return {(c.key, m): verdict(ledgers, c.key, m, judging.protocol, judging.explanations, judging.projection)
+            for c, m in judged_cells(ledgers)}
+
+def verdict_counts(verdicts: dict) -> dict[str, int]:
+    "How many verdicts fall under each of `VERDICT_COUNTS`."
+    counts = dict.fromkeys(VERDICT_COUNTS, 0)
+    for v in verdicts.values():
+        counts[_count_key(v)] += 1
+    return counts
+
+def protocol_section(verdicts: dict, protocol: Protocol, link_root: str = "../..") -> str:
+    """Markdown: the verdict of every cell in `verdicts` (`verdicts_of`), under its primary regime, with its interval
     and explanation, then the counts."""
     regimes = sorted(set(protocol.primary.values()))
     rule = protocol.rule
@@ -502,17 +510,16 @@ def protocol_section(ledgers: dict, protocol: Protocol, explanations: dict, proj
              "explained only where a committed diagnosis measures a number that bears on it.\n",
              "| column | method | regime | ours | interval | paper | verdict | explanation, or why not |",
              "|---|---|---|---|---|---|---|---|"]
-    counts = dict.fromkeys(VERDICT_COUNTS, 0)
-    for c, m in judged_cells(ledgers):
-        v = verdict(ledgers, c.key, m, protocol, explanations, projection)
-        counts[_count_key(v)] += 1
+    labels = {c.key: c.label for c in FAA_COLUMNS}
+    for (column, m), v in verdicts.items():
         j = v.judgement
         ours = "–" if j is None else f"{j.mean:.2f} ± {j.sd:.2f} ({j.n})"
         text = v.explanation.replace("](", f"]({link_root}/") if v.explanation != UNEXPLAINED else (
             "unexplained" + (f": refused, {v.refused}" if v.refused else ""))
         text = "; ".join(t for t in (text, v.note) if t)
-        lines.append(f"| {c.label} | {METHOD_LABELS[m]} | {v.regime} | {ours} | {j.interval if j else '–'} | "
-                     f"{FAA_PUBLISHED[c.key][m]:.2f} | {v.status} | {text} |")
+        lines.append(f"| {labels[column]} | {METHOD_LABELS[m]} | {v.regime} | {ours} | {j.interval if j else '–'} | "
+                     f"{FAA_PUBLISHED[column][m]:.2f} | {v.status} | {text} |")
+    counts = verdict_counts(verdicts)
     lines += ["", "| " + " | ".join(VERDICT_COUNTS) + " |", "|---" * len(VERDICT_COUNTS) + "|",
               "| " + " | ".join(str(counts[k]) for k in VERDICT_COUNTS) + " |", ""]
     return "\n".join(lines) + "\n"
@@ -528,6 +535,7 @@ def sensitivity_section(ledgers: dict, protocol: Protocol) -> str:
              "decides.\n",
              "| column | method | " + " | ".join(schedules) + " | paper | primary |",
              "|---|---|" + "---|" * (len(schedules) + 2)]
+    outcome = lambda e: judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, bool(e.note)).outcome
     changed, moves = [], []
     for c, m in judged_cells(ledgers):
         primary = protocol.regime(c.key)
@@ -538,18 +546,18 @@ def sensitivity_section(ledgers: dict, protocol: Protocol) -> str:
             if v is None:
                 cells.append("–")
                 continue
-            mark = STATUS_MARKS[Status(v.judgement.outcome.value)]
+            mark = STATUS_MARKS[Status(outcome(v).value)]
             carried = " =" if own(s) is None or own(s).mean is None else ""
             cells.append(f"{v.mean:.2f} ({v.n}) {mark}{carried}")
         lines.append(f"| {c.label} | {METHOD_LABELS[m]} | " + " | ".join(cells) +
                      f" | {FAA_PUBLISHED[c.key][m]:.2f} | {primary} |")
         ran = {s: v for s, v in values.items() if v is not None}
         if values.get(primary) is not None:
-            base = values[primary].judgement.outcome
-            others = [s for s, v in ran.items() if v.judgement.outcome != base]
+            base = outcome(values[primary])
+            others = [s for s, v in ran.items() if outcome(v) != base]
             if others:
                 changed.append(f"{c.label} {METHOD_LABELS[m]} ({base} under {primary}; "
-                               + ", ".join(f"{ran[s].judgement.outcome} under {s}" for s in others) + ")")
+                               + ", ".join(f"{outcome(ran[s])} under {s}" for s in others) + ")")
         if len(ran) > 1:
             means = [v.mean for v in ran.values()]
             moves.append((max(means) - min(means), f"{c.label} {METHOD_LABELS[m]}",
@@ -646,8 +654,9 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
         section = schedule_section(entries, compare[2], compare[0], compare[1])
         text += "\n" + section if section else ""
     ledgers = {judging.schedule: entries} | judging.others if judging else {}
+    verdicts = verdicts_of(ledgers, judging) if judging else {}
     if judging:
-        text += "\n" + protocol_section(ledgers, judging.protocol, judging.explanations, judging.projection)
+        text += "\n" + protocol_section(verdicts, judging.protocol)
         text += "\n" + sensitivity_section(ledgers, judging.protocol)
     cells = {}
     for (column, method), e in entries.items():
@@ -668,9 +677,8 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
         record.pop("explanation", None)  # ledgers before the protocol kept it beside their verdict
         record.pop("verdict", None)
-        if judging and e.status not in (Status.DATA_NOT_PRESENT, NO_PUBLISHED):
-            judged = verdict(ledgers, column, method, judging.protocol, judging.explanations, judging.projection)
-            record["verdict"] = judged.record(judging.protocol)
+        if (column, method) in verdicts and e.status is not NO_PUBLISHED:
+            record["verdict"] = verdicts[column, method].record(judging.protocol)
         cells[f"{column}/{method}"] = record
     text += "\n" + devices_section(cells)
     extractors = extractors_section(cells)
@@ -683,8 +691,7 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
         "projection": projection,
         "protocol": None if judging is None else {
             "version": judging.protocol.version, "file": "experiments/protocol.json",
-            "counts": {k: sum(_count_key(Verdict(Status(r["verdict"]["status"]), "", explanation=r["verdict"]["explanation"])) == k
-                              for r in cells.values() if "verdict" in r) for k in VERDICT_COUNTS}},
+            "counts": verdict_counts(verdicts)},
         "orderings": {c.key: orderings(entries, c.key) for c in FAA_COLUMNS}})
     fig = ledger_figure(entries, title)
     for suffix, dpi in (("png", 150), ("pdf", None)):
