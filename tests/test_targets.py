@@ -5,12 +5,14 @@ vmapped program each), its final average accuracy per seed in `tests/targets/cis
 when, by the reproduction protocol's rule (`bcl.table.verdict.judge`, the paper-data margin of 1 point), the
 committed mean lies outside the rerun's 95 % prediction interval for one run (with the larger of the two spreads):
 a change that moves a result fails here, while a different machine's rounding, which flips a prediction or two, does
-not. A deliberate change to one method's objective (experience replay's replayed points weighing nothing) must fail the check (a test below).
+not. A deliberate change to one method's objective (experience replay's replayed points weighing nothing) must fail
+the check (a test below).
 
 Write the targets again, after a change that is meant to move them, with `python tests/test_targets.py --write`, and
 say why in the CHANGELOG.
 """
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,9 +43,9 @@ print(json.dumps((final_average_accuracy(result.metrics["test/accuracy"])[0] * 1
 
 def per_seed(method: str, weightless: bool = False) -> list[float]:
     "The final average accuracy (percent) of every seed of one target, trained in a process of its own."
-    done = subprocess.run([sys.executable, "-c", RUN, method, str(EPOCHS), json.dumps(SEEDS), "1" if weightless else "0",
-                           SEQUENCE], capture_output=True, text=True, cwd=ROOT, timeout=1200,
-                          env={**__import__("os").environ, "TQDM_DISABLE": "1"})
+    arguments = [method, str(EPOCHS), json.dumps(SEEDS), "1" if weightless else "0", SEQUENCE]
+    done = subprocess.run([sys.executable, "-c", RUN, *arguments], capture_output=True, text=True, cwd=ROOT,
+                          timeout=1200, env={**os.environ, "TQDM_DISABLE": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -86,7 +88,6 @@ def test_a_changed_objective_fails_its_target():
 
 def write() -> None:
     "Train every target and write the committed file, with what produced it."
-    import os
     from conftest import _test_xla_flags  # the XLA flags `make test` trains the targets with
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_test_xla_flags()}".strip()
     from bcl.provenance import provenance
