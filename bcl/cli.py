@@ -178,6 +178,10 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     parser.add_argument("--plugins", nargs="+", default=[], metavar="MODULE",
                         help="modules that register sequences, models, methods or columns (imported here and in every cell)")
     parser.add_argument("--epochs", type=positive_int, default=None, help="epochs per task for every cell (default: the setup's)")
+    parser.add_argument("--extractor", default=None, metavar="TASK",
+                        help="extractor columns only: pre-train the extractor on TASK instead of the profile's "
+                        "(e.g. renderedletters; bcl.data.features.PRETRAINING); use its own --out")
+
     parser.add_argument("--dry-run", action="store_true", help="list what would run and exit")
     parser.add_argument("--logger", nargs="+", default=[], choices=("csv", "tensorboard"),
                         help="learning curves per task in each cell's folder: log.csv, tensorboard/ (bcl.engine.loggers)")

@@ -52,9 +52,11 @@ PRETRAINING = {
     "cifar100": Pretraining("cifar100", "resnet18", 0.001),
     "bcn12": Pretraining("bcn12", "resnet18", 0.0001, class_weighted=True),
     "fashionmnist": Pretraining("fashionmnist", "cnn_mnist_pretrain", 0.01),
+    "renderedletters": Pretraining("renderedletters", "cnn_mnist_pretrain", 0.01),
 }
 PRETRAINING_INPUT_SHAPES = {"emnistletters": (28, 28, 1), "cifar100": (32, 32, 3), "bcn12": (32, 32, 3),
-                            "fashionmnist": (28, 28, 1)}
+                            "fashionmnist": (28, 28, 1), "renderedletters": (28, 28, 1)}
+
 FEATURE_BOUNDS = (-1.0, 6.0)
 
 def pretraining_settings(task: str | Pretraining, **changes) -> Pretraining:

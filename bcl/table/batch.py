@@ -507,8 +507,9 @@ def run_table(args) -> int:
     start = time.perf_counter()
     cells = []
     if args.target in ("faa", "all", "custom"):
-        cells = [Cell(plan_cell(c, m, profile, seeds, schedule=args.schedule, plugins=args.plugins, epochs=args.epochs),
-                      root, data_dir)
+        cells = [Cell(plan_cell(c, m, profile, seeds, schedule=args.schedule, plugins=args.plugins, epochs=args.epochs,
+                                extractor=args.extractor), root, data_dir)
+
                  for c, m in select_cells(args.cells, args.subset, "custom" if args.target == "custom" else "faa")]
     missing = sorted({line for cell in cells for line in cell.missing})
     if profile.strict and missing:

@@ -18,9 +18,9 @@ from ..paper import (FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, 
 # %% auto #0
 __all__ = ['USER_COLUMNS', 'ProfileName', 'ScheduleName', 'SMOKE', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING',
            'SCHEDULES', 'PAPER_TRAIN_POINTS', 'table_column', 'register_column', 'SmallRun', 'Profile', 'Schedule',
-           'check_profile', 'check_schedule', 'CellSpec', 'cell_spec', 'CellPlan', 'ColumnData', 'column_data',
-           'plan_cell', 'data_inputs', 'missing_data', 'run_name', 'run_of', 'import_plugins', 'plugin_versions',
-           'data_manifest', 'cell_hash']
+           'check_profile', 'check_schedule', 'CellSpec', 'cell_spec', 'check_extractor', 'CellPlan', 'ColumnData',
+           'column_data', 'plan_cell', 'data_inputs', 'missing_data', 'run_name', 'run_of', 'import_plugins',
+           'plugin_versions', 'data_manifest', 'cell_hash']
 
 # %% ../../nbs/table/60_plan.ipynb #88d0b480
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
@@ -145,17 +145,21 @@ class CellSpec(NamedTuple):
     component_noise: str
     epochs: int | None  # None: the setup's (or the schedule's, or the small run's)
     plugins: tuple[str, ...] = ()
+    extractor: str | None = None  # an extractor column's pre-training task in place of the profile's; None: the profile's
 
     def parameters(self) -> dict:
-        "The template's parameters (and what the content hash covers): no `plugins` key without plugins."
-        plugins = {"plugins": list(self.plugins)} if self.plugins else {}  # the paper's cells keep their hash
+        """The template's parameters (and what the content hash covers): no `plugins` key without plugins, no
+        `extractor` key without an extractor, so that the paper's cells keep their hash."""
+        plugins = {"plugins": list(self.plugins)} if self.plugins else {}
+        extractor = {"extractor": self.extractor} if self.extractor is not None else {}
         return {"column": self.column, "method": self.method, "profile": self.profile, "seeds": list(self.seeds),
-                "schedule": self.schedule, "component_noise": self.component_noise, "epochs": self.epochs, **plugins}
+                "schedule": self.schedule, "component_noise": self.component_noise, "epochs": self.epochs, **plugins,
+                **extractor}
 
     @classmethod
     def from_parameters(cls, parameters: dict) -> CellSpec:
         "The cell of a parameter dict (`parameters`, the template's), validated once by `cell_spec`."
-        names = ("column", "method", "profile", "seeds", "schedule", "component_noise", "epochs", "plugins")
+        names = ("column", "method", "profile", "seeds", "schedule", "component_noise", "epochs", "plugins", "extractor")
         unknown = sorted(set(parameters) - set(names))
         if unknown:
             raise ValueError(f"Unknown cell parameters {unknown}; a cell takes {', '.join(names)}.")
@@ -163,8 +167,9 @@ class CellSpec(NamedTuple):
 
 def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
               schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None,
-              plugins: Sequence[str] = ()) -> CellSpec:
-    "The one validation of a cell: canonical names, seeds, schedule, mixture sampler (default: the profile's), epochs, plugins."
+              plugins: Sequence[str] = (), extractor: str | None = None) -> CellSpec:
+    """The one validation of a cell: canonical names, seeds, schedule, mixture sampler (default: the profile's), epochs,
+    plugins, extractor."""
     from bcl.vi.mixture import COMPONENT_NOISE
     column = (column if isinstance(column, Column) else table_column(column)).key
     method, profile = method_name(method), check_profile(profile)
@@ -181,7 +186,23 @@ def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: 
         raise ValueError(f"epochs must be a positive integer or None (the paper's), got {epochs!r}.")
     if isinstance(plugins, str) or not all(isinstance(m, str) and m for m in plugins):
         raise ValueError(f"plugins must be a list of importable module names, e.g. ['my_plugin'], got {plugins!r}.")
-    return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins))
+    if extractor is not None:
+        extractor = check_extractor(table_column(column), extractor)
+    return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins), extractor)
+
+def check_extractor(column: Column, extractor: str) -> str:
+    "`extractor`, a pre-training task that can stand in for `column`'s; `ValueError` saying what to pass otherwise."
+    from bcl.data.features import PRETRAINING, PRETRAINING_INPUT_SHAPES
+    if column.pretraining is None:
+        raise ValueError(f"Column {column.key!r} has no extractor, so extractor={extractor!r} means nothing; pass it "
+                         "only with an extractor column (Table faa (a)).")
+    extractor = extractor.lower() if isinstance(extractor, str) else extractor
+    shape = PRETRAINING_INPUT_SHAPES[column.pretraining]
+    fits = [name for name in PRETRAINING if PRETRAINING_INPUT_SHAPES[name] == shape]
+    if extractor not in fits:
+        raise ValueError(f"extractor={extractor!r} cannot stand in for {column.pretraining!r} on column "
+                         f"{column.key!r}; choose one of {', '.join(fits)}.")
+    return extractor
 
 class CellPlan(NamedTuple):
     """A cell planned once: its spec and everything read from it. Data loading, hashing, settings and the run take
@@ -220,13 +241,18 @@ def column_data(column: str | Column, profile: str | Profile) -> ColumnData:
 def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile: str | Profile | None = None,
               seeds: Sequence[int] = (0, 1, 2, 3, 4), **options) -> CellPlan:
     """The plan of one cell: a `CellSpec`, or the arguments of `cell_spec` (column, method, profile, seeds, schedule=,
-    component_noise=, epochs=, plugins=). Nothing is loaded."""
+    component_noise=, epochs=, plugins=, extractor=). Nothing is loaded."""
     spec = cell if isinstance(cell, CellSpec) else cell_spec(cell, method, profile, seeds, **options)
     column, profile = table_column(spec.column), PROFILES[spec.profile]
     info = METHOD_INFO.get(spec.method)
     sequence, pretraining, notes = column_data(column, profile)
+    if spec.extractor is not None and spec.extractor != pretraining:
+        notes = [n for n in notes if not n.startswith("extractor")] + [
+            f"extractor pre-trained on {spec.extractor} instead of {column.pretraining}"]
+        pretraining = spec.extractor
     return CellPlan(spec, column, spec.method, info, profile, SCHEDULES[spec.schedule], sequence, pretraining,
                     "; ".join(notes) or None)
+
 
 # %% ../../nbs/table/60_plan.ipynb #ea5f2921
 @functools.lru_cache(maxsize=64)

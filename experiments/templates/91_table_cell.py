@@ -29,6 +29,7 @@ epochs = None  # None: the paper's (or the schedule's) epochs
 output = None  # folder for numbers.json; None: a temporary folder
 data_dir = None  # None: bcl's data folder (smoke: a folder under `output`)
 progress = False
+extractor = None  # extractor columns: the pre-training task in place of the profile's (bcl.data.features.PRETRAINING)
 plugins = []  # modules to import first: their registrations (bcl.table.plan.register_column, ...) run
 loggers = []  # "csv", "tensorboard": learning curves in `output` (log.csv, tensorboard/); progress.json always
 
@@ -50,7 +51,9 @@ from bcl.table.cell import run_cell, write_cell
 
 # the papermill boundary: the parameters above rebuilt into the cell, validated and planned once
 spec = CellSpec.from_parameters(dict(column=column, method=method, profile=profile, seeds=seeds, schedule=schedule,
-                                     component_noise=component_noise, epochs=epochs, plugins=plugins))
+                                     component_noise=component_noise, epochs=epochs, plugins=plugins,
+                                     extractor=extractor))
+
 plan = plan_cell(spec)
 folder = Path(output) if output else Path(tempfile.mkdtemp(prefix="bcl-cell-"))
 folder.mkdir(parents=True, exist_ok=True)
