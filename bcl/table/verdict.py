@@ -16,9 +16,10 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['PROTOCOL_FILE', 'EVIDENCE_KINDS', 'UNEXPLAINED', 'Rule', 'Stages', 'Protocol', 'load_protocol',
-           'prediction_half_width', 'Outcome', 'Judgement', 'judge', 'seeds_required', 'read_pointer', 'CellFacts',
-           'Ceiling', 'AuthorsCode', 'Control', 'Explanation', 'read_explanations', 'explain']
+__all__ = ['PROTOCOL_FILE', 'EVIDENCE_KINDS', 'UNEXPLAINED', 'Rule', 'Stages', 'ExtractorRule', 'Protocol', 'load_protocol',
+           'prediction_half_width', 'Outcome', 'Judgement', 'judge', 'seeds_required', 'extractor_score',
+           'choose_extractor', 'read_pointer', 'CellFacts', 'Ceiling', 'AuthorsCode', 'Control', 'Explanation',
+           'read_explanations', 'explain']
 
 # %% ../../nbs/table/61a_verdict.ipynb #4cc3f503
 class Rule(NamedTuple):
@@ -42,6 +43,18 @@ class Stages(NamedTuple):
         "The number of seeds after `stage` (1-based)."
         return sum(len(s) for s in self.stages[:stage])
 
+class ExtractorRule(NamedTuple):
+    "How the stand-in extractor is chosen (protocol version 2): the candidates, the score's cells and the margin."
+    candidates: tuple[str, ...]  # pre-training tasks (bcl.data.features.PRETRAINING)
+    incumbent: str  # the stand-in a challenger must beat
+    method: str  # the score's cells: this method on each of `columns`, under `schedule`, seeds `seeds`
+    columns: tuple[str, ...]
+    schedule: str
+    seeds: tuple[int, ...]
+    split: str  # the split whose final average accuracy scores ("validation": the test split never chooses)
+    challenger_margin: float  # points a challenger's score must exceed the incumbent's by
+    report_within: float  # points: the joint test accuracy is reported as within this of the paper's, or not
+
 class Protocol(NamedTuple):
     "The reproduction protocol: the primary regime of every column, the rule, the seeds (`experiments/protocol.json`)."
     version: int
@@ -52,6 +65,7 @@ class Protocol(NamedTuple):
     seeds: Stages
     needs_gpu_hours: float
     changes: tuple[dict, ...]
+    extractor: ExtractorRule | None = None  # version 2: how the offline profile's stand-in extractor is chosen
 
     def regime(self, column: str) -> str:
         "The primary regime (a schedule of `bcl.table.plan.SCHEDULES`) that judges `column`."
@@ -108,7 +122,28 @@ def load_protocol(path: str | os.PathLike | None = None) -> Protocol:
                for s, c in record.get("carried", {}).items()}
     return Protocol(int(_get(record, "version", int, path)), primary, default, carried,
                     Rule(level, margins, float(_get(rule, "max_half_width_points", number, path, "rule."))), stages,
-                    float(_get(record, "needs_gpu_hours", number, path)), tuple(record.get("changes", [])))
+                    float(_get(record, "needs_gpu_hours", number, path)), tuple(record.get("changes", [])),
+                    _extractor_rule(record.get("extractor"), path))
+
+def _extractor_rule(record: dict | None, path) -> ExtractorRule | None:
+    if record is None:
+        return None
+    number, where = (int, float), "extractor."
+    score = _get(record, "score", dict, path, where)
+    rule = ExtractorRule(tuple(_get(record, "candidates", list, path, where)), _get(record, "incumbent", str, path, where),
+                         _get(score, "method", str, path, where + "score."),
+                         tuple(_get(score, "columns", list, path, where + "score.")),
+                         _get(score, "schedule", str, path, where + "score."),
+                         tuple(int(s) for s in _get(score, "seeds", list, path, where + "score.")),
+                         _get(score, "split", str, path, where + "score."),
+                         float(_get(record, "challenger_margin_points", number, path, where)),
+                         float(_get(record, "report_within_points", number, path, where)))
+    if rule.incumbent not in rule.candidates:
+        raise ValueError(f"{path}: extractor.incumbent {rule.incumbent!r} is not one of the candidates {list(rule.candidates)}.")
+    if rule.split not in ("validation", "test"):
+        raise ValueError(f"{path}: extractor.score.split must be 'validation' or 'test', got {rule.split!r}.")
+    return rule
+
 
 # %% ../../nbs/table/61a_verdict.ipynb #709460d5
 def prediction_half_width(sd: float, n: int, level: float = 0.95) -> float:
@@ -173,6 +208,36 @@ def seeds_required(per_seed: Sequence[float], paper: float, protocol: Protocol, 
         return second if more else first
     verdict = judge(float(values.mean()), float(np.std(values, ddof=1)), len(values), paper, protocol.rule, substitute)
     return stages.through(3) if verdict.outcome is Outcome.INCONCLUSIVE and len(stages.stages) > 2 else len(values)
+
+# %% ../../nbs/table/61a_verdict.ipynb #b3cab18c
+def extractor_score(cells: dict[str, dict], candidate: str, rule: ExtractorRule) -> dict:
+    """The score of `candidate` from its cells (column → the cell's `numbers.json` record): the per-column mean over
+    the rule's seeds of the final average accuracy on the rule's split, and their mean, in points."""
+    key = f"{rule.split}_accuracy"
+    per_column = {}
+    for column in rule.columns:
+        cell = cells.get(column)
+        if cell is None:
+            raise ValueError(f"No {rule.method} cell of {column!r} for extractor {candidate!r}; run it under "
+                             f"{rule.schedule} with seeds {list(rule.seeds)}.")
+        found = (cell["method"], cell["parameters"]["schedule"], cell["extractor"]["task"])
+        if found != (rule.method, rule.schedule, candidate):
+            raise ValueError(f"The {column!r} cell is {found} (method, schedule, extractor), not "
+                             f"{(rule.method, rule.schedule, candidate)}.")
+        rows = [cell["seeds"].index(s) if s in cell["seeds"] else None for s in rule.seeds]
+        if None in rows:
+            raise ValueError(f"The {column!r} cell of {candidate!r} has seeds {cell['seeds']}, not all of {list(rule.seeds)}.")
+        finals = [100 * float(np.mean(np.asarray(cell[key][r])[-1])) for r in rows]
+        per_column[column] = {"per_seed": finals, "mean": float(np.mean(finals))}
+    return {"columns": per_column, "score": float(np.mean([c["mean"] for c in per_column.values()]))}
+
+def choose_extractor(scores: dict[str, float], rule: ExtractorRule) -> str:
+    "The candidate the rule chooses: the best score, where a challenger must beat the incumbent by the rule's margin."
+    missing = [c for c in rule.candidates if c not in scores]
+    if missing:
+        raise ValueError(f"No score for the candidates {missing}; every declared candidate is scored before choosing.")
+    best = max((c for c in rule.candidates if c != rule.incumbent), key=lambda c: scores[c], default=rule.incumbent)
+    return best if scores[best] > scores[rule.incumbent] + rule.challenger_margin else rule.incumbent
 
 # %% ../../nbs/table/61a_verdict.ipynb #1bbcc951
 def read_pointer(document, pointer: str):
