@@ -28,15 +28,14 @@ class Recipe(NamedTuple):
     method: object  # bcl.engine.train.Method
     hyper: dict
 
-def method(name: str, sequence: TaskSequence, *, epochs: int | None = None) -> Recipe:
-    "Method `name` (the paper's or registered, any letter case) with the paper's settings for `sequence`."
-    from bcl.figure.visualisation import build_method
-    from bcl.paper import method_name
-    if method_name(name) == "hmc":
-        raise ValueError("hmc (joint HMC-NUTS) samples the joint posterior instead of training task by task; run it "
-                         "with bcl.methods.hmc.run_hmc_sequence, or choose a continual-learning method such as 'l-g-sfsvi'.")
-    spec = build_method(name, sequence, epochs=epochs)
-    return Recipe(spec.name, spec.method, spec.hyper)
+def method(name: str, sequence: TaskSequence, **settings) -> Recipe:
+    """Method `name` (the paper's or registered, any letter case) with the paper's settings for `sequence`, any of them
+    changed by keyword (`learning_rate=0.001`, `epochs=5`, `n_components=5`, ...: `bcl.factory.settings_of(name)`
+    lists them); built by the method factory, `bcl.factory.build`."""
+    from bcl.factory import build
+    built = build(name, sequence, **settings)
+    return Recipe(built.name, built.method, built.hyper)
+
 
 # %% ../nbs/73_api.ipynb #c13ed6ae
 def train(recipe: Recipe, sequence: TaskSequence, seeds: Sequence[int] = (0,), *, loggers: Sequence[Callable] = (),

@@ -5,7 +5,7 @@ Measure (default): for each (model, method), the compiled task program of `bcl.e
 `bcl.engine.sequence.train_sequence` vmaps it (the method's hyperparameter grid: EWC 5 configurations, SI 15, others 1;
 `--seeds` seeds, 5 by default), on synthetic random data of the model's input shape (`--n` points per task, 2 tasks),
 with the paper's batch sizes (64 for the FCNN and the linear head, 32 for the CNNs; ER's and the L-methods' batches
-as `bcl.paper.map_settings` / `bcl.vi.svi.svi_suite` set them), S = 10 draws, K = 3 components, 10 classes. Compilation is timed apart
+as the method factory `bcl.factory` sets them), S = 10 draws, K = 3 components, 10 classes. Compilation is timed apart
 (`compile_s`), then the program runs once to warm up and `--repeats` times; `s_per_step` is the best run time over the
 number of optimiser steps (each step updates every configuration and seed at once). Every (model, method) runs in a
 fresh subprocess, so `peak_bytes` (`jax.devices()[0].memory_stats()["peak_bytes_in_use"]`, null where the backend
@@ -148,29 +148,20 @@ def _provenance() -> dict:
 
 
 def build_method(model_name: str, method_name: str, epochs: int, conv_impl: str, component_noise: str = "independent"):
-    "(method, hyper, seeds override or None) for `method_name` on model `model_name` with the paper's settings."
-    from bcl.methods.map import finetuning, map_suite
+    "(method, hyper) for `method_name` on model `model_name` with the paper's settings, by the method factory."
+    from bcl.factory import make_method, method_settings
+    from bcl.methods.map import finetuning
     from bcl.models import make_model
-    from bcl.vi.svi import svi_suite
+    from bcl.paper import SequenceSetup
     network, shape, outputs, batch, preset, bounds, kind = MODELS[model_name]
     model = make_model(network, outputs, shape, conv_impl=conv_impl if network.startswith("cnn") else "xla")
     if kind == "pretraining":
         if method_name != "finetuning":
             raise ValueError(f"{model_name} is a pre-training network: only 'finetuning' is measured on it.")
         return finetuning(model, "softmax", batch_size=batch, epochs=epochs), {"learning_rate": 0.001}
-    if method_name in MAP_METHODS:
-        try:  # the paper's Table hp via bcl.paper when present (ER's batch), else the same numbers spelt out
-            from bcl.paper import map_settings
-            settings = map_settings(preset) | {"epochs": epochs}
-        except ImportError:
-            settings = dict(learning_rate=0.01, batch_size=batch, er_batch=batch // 2, coreset_size=CORESET_SIZE,
-                            epochs=epochs)
-        return map_suite(model, "softmax", **settings)[method_name]
-    noise = {"component_noise": component_noise} if is_mixture(method_name) else {}
-    suite = svi_suite(model, "softmax", preset, inducing_low=bounds[0], inducing_high=bounds[1],
-                      names=[method_name], epochs=epochs, **noise)
-    (entry,) = suite.values()  # keyed by the label or, with bcl.paper, by the lower-case canonical name
-    return entry
+    setup = SequenceSetup(preset, network, *bounds)
+    settings = method_settings(method_name, setup, component_noise=component_noise, epochs=epochs)
+    return make_method(method_name, model, "softmax", settings)
 
 
 def measure(model_name: str, method_name: str, *, seeds: int, steps: int, n: int, repeats: int,

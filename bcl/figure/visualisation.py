@@ -16,8 +16,8 @@ import numpy as np
 
 from ..core import TaskSequence, named_keys
 from ..models import make_model
-from ..paper import HMC_SETTINGS, MAP_METHODS, USER_METHODS, map_settings, method_name, method_names, sequence_setup
-from ..engine.train import Method, output_units
+from ..paper import HMC_SETTINGS, method_name, method_names
+from ..engine.train import Method
 
 # %% auto #0
 __all__ = ['SETTINGS_CHOICES', 'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'HMC_REFERENCES', 'PARAMETER_TYPES',
@@ -36,32 +36,20 @@ class MethodSpec(NamedTuple):
     hmc: dict | None
 
 
-def _paper_model(sequence: TaskSequence, model_name: str):
-    return make_model(model_name, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape)
 
 def build_method(name: str, sequence: TaskSequence, preset: str = "paper", *, epochs: int | None = None,
                  hmc: dict | None = None) -> MethodSpec:
-    "The method `name` (any of `bcl.paper.METHOD_NAMES` or a registered one, any letter case) for `sequence`; `epochs` overrides epochs."
-    from bcl.methods.map import map_suite
-    from bcl.vi.svi import svi_suite
+    """The method `name` (any of `bcl.paper.METHOD_NAMES` or a registered one, any letter case) for `sequence`, built by
+    the method factory (`bcl.factory.build`); `epochs` overrides epochs."""
+    from bcl.factory import build
     name = method_name(name)
     if preset not in SETTINGS_CHOICES:
         raise ValueError(f"Unknown preset {preset!r}; choose one of {SETTINGS_CHOICES}.")
     if name == "hmc":
         return MethodSpec(name, None, None, dict(HMC_SETTINGS) | dict(hmc or {}))
-    cfg = sequence_setup(sequence.name)
-    model = _paper_model(sequence, cfg.model)
-    overrides = {} if epochs is None else {"epochs": epochs}
-    if name in USER_METHODS:  # bcl.paper.register_method: built from the setup's MAP settings
-        method, hyper = USER_METHODS[name].build(model, sequence.likelihood, map_settings(cfg.setup) | overrides)
-        return MethodSpec(name, method, hyper, None)
-    if name in MAP_METHODS:
-        method, hyper = map_suite(model, sequence.likelihood, **(map_settings(cfg.setup) | overrides))[name]
-        return MethodSpec(name, method, hyper, None)
-    suite = svi_suite(model, sequence.likelihood, cfg.setup, inducing_low=cfg.inducing_low,
-                      inducing_high=cfg.inducing_high, names=[name], **overrides)
-    method, hyper = suite[name]
-    return MethodSpec(name, method, hyper, None)
+    built = build(name, sequence, **({} if epochs is None else {"epochs": epochs}))
+    return MethodSpec(name, built.method, built.hyper, None)
+
 
 # %% ../../nbs/figure/50_visualisation.ipynb #d339ec58
 PLOT_WINDOWS = {"cisplit2diris": ((0.0, 7.0), (0.0, 3.0)), "disinusoid": ((-0.5, 3.0), (-1.0, 1.5))}

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import TaskSequence, atomic_write_json
-from ..paper import FAA_PUBLISHED, TABLE_METHODS, USER_METHODS, map_settings, method_label, svi_settings
+from ..paper import FAA_PUBLISHED, method_label
 from .plan import PAPER_TRAIN_POINTS, CellPlan, CellSpec, SmallRun, cell_hash, data_manifest, plan_cell
 
 # %% auto #0
@@ -127,17 +127,11 @@ def _shrink_settings(settings: dict, small: SmallRun, sequence: TaskSequence) ->
                        if key in settings}
 
 def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
-    "(model settings, method settings) of a cell: the paper's (a registered method: `map_settings`), or the small run's."
+    "(model settings, method settings) of a cell: the paper's (`bcl.factory.method_settings`), or the small run's."
+    from bcl.factory import method_settings
     setup = plan.column.setup
     model = {"model": setup.model, "conv_impl": setup.conv_impl}
-    if plan.info is not None and plan.info.kind == "variational":
-        settings = dict(svi_settings(setup.setup)[plan.method])
-        if plan.info.space == "function":
-            settings |= {"inducing_low": setup.inducing_low, "inducing_high": setup.inducing_high}
-        if plan.info.family == "mixture":
-            settings["component_noise"] = plan.spec.component_noise
-    else:
-        settings = map_settings(setup.setup)
+    settings = method_settings(plan.method, setup, component_noise=plan.spec.component_noise)
     settings["epochs"] = schedule_epochs(plan, sequence, settings["epochs"])
     if plan.profile.small is not None:
         settings = _shrink_settings(settings, plan.profile.small, sequence)
@@ -145,26 +139,15 @@ def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
 
 def build_cell_method(plan: CellPlan, sequence: TaskSequence):
     "(method, hyperparameter grid, settings record) of a cell for `sequence`."
-    from bcl.methods.map import map_suite
+    from bcl.factory import make_method
     from bcl.models import make_model
-    from bcl.vi.svi import svi_method
     from bcl.engine.train import output_units
     model_settings, settings = cell_settings(plan, sequence)
     model = make_model(model_settings["model"], output_units(sequence.likelihood, sequence.n_outputs),
                        sequence.input_shape, conv_impl=model_settings["conv_impl"])
-    if plan.info is None:  # a registered method builds itself
-        built = USER_METHODS[plan.method].build(model, sequence.likelihood, dict(settings))
-        if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], dict)):
-            raise ValueError(f"The build function of method {plan.method!r} returned {type(built).__name__}; it must "
-                             "return (bcl.engine.train.Method, hyperparameter grid dict), e.g. (method, {'learning_rate': [0.01]}).")
-        method, hyper = built
-    elif plan.info.kind == "map":
-        method, hyper = map_suite(model, sequence.likelihood, **settings)[plan.method]
-    else:
-        kwargs = dict(settings)
-        hyper = {"learning_rate": kwargs.pop("learning_rate")}
-        method = svi_method(plan.method, model, sequence.likelihood, **kwargs)
+    method, hyper = make_method(plan.method, model, sequence.likelihood, settings)  # bcl.factory: the one constructor call
     data_scale = schedule_data_scale(plan, sequence)
+
     if data_scale != 1.0:
         method = method.with_training(data_scale=data_scale)
     return method, hyper, {"model": model_settings, "method": settings, "data_scale": data_scale}
