@@ -105,7 +105,8 @@ def ledger_main(argv: list[str] | None = None) -> int:
 
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
-    from bcl.table.ledger import MATCHED_BASE, SCHEDULE_LABELS, Judging, ledger_entries, previous_cells, write_ledger
+    from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, Judging, extractor_regimes, ledger_entries,
+                                  previous_cells, write_ledger)
     from bcl.table.verdict import load_protocol, read_explanations
     from bcl.table.plan import SCHEDULES, check_profile, run_name
     name = run_name(args.profile, args.schedule)
@@ -129,6 +130,8 @@ def _write_ledger(args) -> int:
         protocol = load_protocol()
         others = {s: ledger_entries(tables, run_name(args.profile, s)) for s in SCHEDULES
                   if s != "epochs" and (tables / f"faa_{run_name(args.profile, s)}.json").exists()}
+        others |= extractor_regimes(tables, args.profile, protocol)
+
         explanations = read_explanations(tables / f"faa_{args.profile}_explanations.json", project_root())
         primary = {}  # the projected cells of each primary regime (experiments/project_table.py)
         for regime in dict.fromkeys(protocol.primary.values()):

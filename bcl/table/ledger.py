@@ -26,8 +26,8 @@ __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINT
            'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
            'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries',
            'schedule_section', 'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'judged_cells',
-           'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section', 'devices_section',
-           'extractors_section', 'write_ledger']
+           'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name',
+           'extractor_regimes', 'devices_section', 'extractors_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
@@ -528,7 +528,8 @@ def sensitivity_section(ledgers: dict, protocol: Protocol) -> str:
     """Markdown: every cell any schedule ran, under each schedule with the rule's outcome on that schedule's numbers,
     beside its primary regime; then the cells whose outcome another schedule would change, and the largest moves.
     The secondary schedules never give a verdict."""
-    schedules = [s for s in SCHEDULE_LABELS if s in ledgers]
+    schedules = [s for s in SCHEDULE_LABELS if s in ledgers] + [s for s in ledgers if s not in SCHEDULE_LABELS]
+
     lines = ["## Sensitivity: every cell under every schedule\n",
              "The rule applied to each schedule's own numbers (all its seeds; `=`: carried from the schedule it "
              "matches). Only the primary regime's outcome is a verdict; the others show what the choice of regime "
@@ -570,6 +571,26 @@ def sensitivity_section(ledgers: dict, protocol: Protocol) -> str:
         lines += [f"| {cell} | {spread:.2f} | {means} |" for spread, cell, means in sorted(moves, reverse=True)[:10]]
     return "\n".join(lines) + "\n"
 
+
+# %% ../../nbs/table/62_ledger.ipynb #8bd33e04
+def extractor_regime_name(profile: str, schedule: str, extractor: str) -> str:
+    "The ledger name (`faa_<name>.json`) of the extractor columns under `schedule` on a stand-in `extractor` not chosen."
+    from bcl.table.plan import run_name
+    return f"{run_name(profile, schedule)}_{extractor}-extractor"
+
+def extractor_regimes(tables_folder: str | os.PathLike, profile: str, protocol: Protocol) -> dict[str, dict]:
+    """{regime label: entries of the rule's extractor columns} for every candidate extractor of the protocol's rule whose
+
+    ledger is committed (`extractor_regime_name`): the sensitivity table shows each beside the chosen extractor's."""
+    rule = protocol.extractor
+    out = {}
+    for candidate in (rule.candidates if rule else ()):
+        name = extractor_regime_name(profile, rule.schedule, candidate)
+        if (Path(tables_folder) / f"faa_{name}.json").exists():
+            entries = ledger_entries(tables_folder, name)
+            out[f"{rule.schedule}, {candidate} extractor"] = {key: e for key, e in entries.items()
+                                                              if key[0] in rule.columns}
+    return out
 
 # %% ../../nbs/table/62_ledger.ipynb #fcf1fa2c
 def devices_section(cells: dict[str, dict]) -> str:
