@@ -41,24 +41,14 @@ def feature_range(sequence) -> dict:
 
 
 def run_variant(method_name: str, sequence, seeds, **overrides) -> dict:
-    from bcl.methods.map import map_suite
-    from bcl.models import make_model
-    from bcl.paper import FEATURE_SETUP, map_settings, method_info, svi_settings
+    from bcl.factory import build
+    from bcl.paper import FEATURE_SETUP
     from bcl.metrics import final_average_accuracy
     from bcl.engine.sequence import select_by_validation, train_sequence
-    from bcl.vi.svi import svi_method
-    from bcl.engine.train import output_units
-    model = make_model("linear", output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape)
-    if method_name == "joint":
-        settings = map_settings(FEATURE_SETUP.setup) | {k: v for k, v in overrides.items() if k == "epochs"}
-        method, hyper = map_suite(model, sequence.likelihood, **settings)["joint"]
-    else:
-        settings = dict(svi_settings(FEATURE_SETUP.setup)[method_name])
-        if method_info(method_name).space == "function":
-            settings |= {"inducing_low": FEATURE_SETUP.inducing_low, "inducing_high": FEATURE_SETUP.inducing_high}
-        settings |= overrides
-        hyper = {"learning_rate": settings.pop("learning_rate")}
-        method = svi_method(method_name, model, sequence.likelihood, **settings)
+    if method_name == "joint":  # joint training takes only the epochs of a variant
+        overrides = {k: v for k, v in overrides.items() if k == "epochs"}
+    built = build(method_name, sequence, FEATURE_SETUP, **overrides)
+    method, hyper = built.method, built.hyper
     start = time.perf_counter()
     result = train_sequence(method, sequence, hyper, seeds, progress=False)
     chosen = select_by_validation(result)
