@@ -184,6 +184,10 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     parser.add_argument("--extractor", default=None, metavar="TASK",
                         help="extractor columns only: pre-train the extractor on TASK instead of the profile's "
                         "(e.g. renderedletters; bcl.data.features.PRETRAINING); use its own --out")
+    parser.add_argument("--kl-weighting", choices=("code", "paper"), default=None,
+                        help="S-FSVI cells only: the KL weight of the paper's text (paper: B/C) or of the authors' code "
+                        "(code: B/(tC), B/M; the default); use its own --out")
+
 
     parser.add_argument("--dry-run", action="store_true", help="list what would run and exit")
     parser.add_argument("--logger", nargs="+", default=[], choices=("csv", "tensorboard"),

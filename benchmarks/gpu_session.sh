@@ -19,6 +19,9 @@
 #                on BCL_GPU_CELLS, BCL_GPU_WORKERS workers on the GPU; a line per cell -> OUT/cells.jsonl, their
 #                numbers.json and executed notebooks -> OUT/cells.tar.gz. The matched schedule's CNN VCL cells:
 #                BCL_GPU_SCHEDULE=matched BCL_GPU_CELLS="*-mnist-cnn/*-vcl *-mnist-cnn/ewc *-mnist-cnn/si"
+#                BCL_GPU_TABLE_ARGS adds arguments of the batch (e.g. "--kl-weighting paper" for S-FSVI's KL weight as
+#                the paper's text has it), with BCL_GPU_TABLE_OUT (a results folder of their own, e.g. /tmp/gpu-kl-paper)
+#                and BCL_GPU_TABLE_SUFFIX (e.g. -kl-paper: OUT/cells-steps-matched-kl-paper.jsonl)
 #   cells:SCHEDULE  the same with that schedule and the cells of BCL_GPU_CELLS_<SCHEDULE, - as _> (else BCL_GPU_CELLS),
 #                so one call can run several schedules; timeout BCL_GPU_CELLS_S_<SCHEDULE> (else BCL_GPU_CELLS_S)
 #                                                                  -> OUT/cells-SCHEDULE.jsonl, OUT/cells-SCHEDULE.tar.gz
@@ -102,11 +105,13 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
       [ "$schedule" = epochs ] && run=offline || run=offline-$schedule
       name=cells${run#offline}
       cap=BCL_GPU_CELLS_S_${schedule//-/_}; cap=${!cap:-${BCL_GPU_CELLS_S:-270}}   # this schedule's own timeout, if set
+      table=${BCL_GPU_TABLE_OUT:-/tmp/gpu-table}; name=$name${BCL_GPU_TABLE_SUFFIX:-}
       # shellcheck disable=SC2086
-      timeout "$(within "$cap")" "$PY" experiments/run_table.py faa --profile offline --out /tmp/gpu-table \
-        --schedule "$schedule" --workers "${BCL_GPU_WORKERS:-1}" --cells $cells 2>&1 | grep -v "WARNING\|warn" | tail -8
-      cell_lines "/tmp/gpu-table/$run" >"$OUT/$name.jsonl"; echo "$name: $(wc -l <"$OUT/$name.jsonl") done"
-      (cd /tmp/gpu-table && tar czf "$OUT/$name.tar.gz" "$run"/*/*/numbers.json "$run"/*/*/*.ipynb) ;;
+      timeout "$(within "$cap")" "$PY" experiments/run_table.py faa --profile offline --out "$table" \
+        --schedule "$schedule" --workers "${BCL_GPU_WORKERS:-1}" --cells $cells ${BCL_GPU_TABLE_ARGS:-} 2>&1 \
+        | grep -v "WARNING\|warn" | tail -8
+      cell_lines "$table/$run" >"$OUT/$name.jsonl"; echo "$name: $(wc -l <"$OUT/$name.jsonl") done"
+      (cd "$table" && tar czf "$OUT/$name.tar.gz" "$run"/*/*/numbers.json "$run"/*/*/*.ipynb) ;;
     smoke)
       timeout "$(within "${BCL_GPU_SMOKE_S:-300}")" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
         --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4

@@ -508,7 +508,8 @@ def run_table(args) -> int:
     cells = []
     if args.target in ("faa", "all", "custom"):
         cells = [Cell(plan_cell(c, m, profile, seeds, schedule=args.schedule, plugins=args.plugins, epochs=args.epochs,
-                                extractor=args.extractor), root, data_dir)
+                                extractor=args.extractor, kl_weighting=args.kl_weighting), root, data_dir)
+
 
                  for c, m in select_cells(args.cells, args.subset, "custom" if args.target == "custom" else "faa")]
     missing = sorted({line for cell in cells for line in cell.missing})

@@ -131,7 +131,9 @@ def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
     from bcl.factory import method_settings
     setup = plan.column.setup
     model = {"model": setup.model, "conv_impl": setup.conv_impl}
-    settings = method_settings(plan.method, setup, component_noise=plan.spec.component_noise)
+    kl = {} if plan.spec.kl_weighting is None else {"kl_weighting": plan.spec.kl_weighting}
+    settings = method_settings(plan.method, setup, component_noise=plan.spec.component_noise, **kl)
+
     settings["epochs"] = schedule_epochs(plan, sequence, settings["epochs"])
     if plan.profile.small is not None:
         settings = _shrink_settings(settings, plan.profile.small, sequence)

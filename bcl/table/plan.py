@@ -146,20 +146,23 @@ class CellSpec(NamedTuple):
     epochs: int | None  # None: the setup's (or the schedule's, or the small run's)
     plugins: tuple[str, ...] = ()
     extractor: str | None = None  # an extractor column's pre-training task in place of the profile's; None: the profile's
+    kl_weighting: str | None = None  # S-FSVI's KL weight: 'paper' (the text's B/C) or 'code' (B/(tC), B/M); None: the code's
 
     def parameters(self) -> dict:
         """The template's parameters (and what the content hash covers): no `plugins` key without plugins, no
         `extractor` key without an extractor, so that the paper's cells keep their hash."""
         plugins = {"plugins": list(self.plugins)} if self.plugins else {}
         extractor = {"extractor": self.extractor} if self.extractor is not None else {}
+        kl = {"kl_weighting": self.kl_weighting} if self.kl_weighting is not None else {}
         return {"column": self.column, "method": self.method, "profile": self.profile, "seeds": list(self.seeds),
                 "schedule": self.schedule, "component_noise": self.component_noise, "epochs": self.epochs, **plugins,
-                **extractor}
+                **extractor, **kl}
 
     @classmethod
     def from_parameters(cls, parameters: dict) -> CellSpec:
         "The cell of a parameter dict (`parameters`, the template's), validated once by `cell_spec`."
-        names = ("column", "method", "profile", "seeds", "schedule", "component_noise", "epochs", "plugins", "extractor")
+        names = ("column", "method", "profile", "seeds", "schedule", "component_noise", "epochs", "plugins", "extractor",
+                 "kl_weighting")
         unknown = sorted(set(parameters) - set(names))
         if unknown:
             raise ValueError(f"Unknown cell parameters {unknown}; a cell takes {', '.join(names)}.")
@@ -167,9 +170,9 @@ class CellSpec(NamedTuple):
 
 def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
               schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None,
-              plugins: Sequence[str] = (), extractor: str | None = None) -> CellSpec:
+              plugins: Sequence[str] = (), extractor: str | None = None, kl_weighting: str | None = None) -> CellSpec:
     """The one validation of a cell: canonical names, seeds, schedule, mixture sampler (default: the profile's), epochs,
-    plugins, extractor."""
+    plugins, extractor, S-FSVI's KL weighting."""
     from bcl.vi.mixture import COMPONENT_NOISE
     column = (column if isinstance(column, Column) else table_column(column)).key
     method, profile = method_name(method), check_profile(profile)
@@ -188,7 +191,12 @@ def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: 
         raise ValueError(f"plugins must be a list of importable module names, e.g. ['my_plugin'], got {plugins!r}.")
     if extractor is not None:
         extractor = check_extractor(table_column(column), extractor)
-    return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins), extractor)
+    if kl_weighting is not None:
+        from bcl.factory import check_overrides
+        check_overrides(method, {"kl_weighting": kl_weighting})  # S-FSVI only, 'code' or 'paper'
+    return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins), extractor,
+                    kl_weighting)
+
 
 def check_extractor(column: Column, extractor: str) -> str:
     "`extractor`, a pre-training task that can stand in for `column`'s; `ValueError` saying what to pass otherwise."
@@ -241,7 +249,7 @@ def column_data(column: str | Column, profile: str | Profile) -> ColumnData:
 def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile: str | Profile | None = None,
               seeds: Sequence[int] = (0, 1, 2, 3, 4), **options) -> CellPlan:
     """The plan of one cell: a `CellSpec`, or the arguments of `cell_spec` (column, method, profile, seeds, schedule=,
-    component_noise=, epochs=, plugins=, extractor=). Nothing is loaded."""
+    component_noise=, epochs=, plugins=, extractor=, kl_weighting=). Nothing is loaded."""
     spec = cell if isinstance(cell, CellSpec) else cell_spec(cell, method, profile, seeds, **options)
     column, profile = table_column(spec.column), PROFILES[spec.profile]
     info = METHOD_INFO.get(spec.method)

@@ -30,6 +30,7 @@ output = None  # folder for numbers.json; None: a temporary folder
 data_dir = None  # None: bcl's data folder (smoke: a folder under `output`)
 progress = False
 extractor = None  # extractor columns: the pre-training task in place of the profile's (bcl.data.features.PRETRAINING)
+kl_weighting = None  # S-FSVI only: 'paper' (the text's B/C) or 'code' (B/(tC), B/M); None: the code's
 plugins = []  # modules to import first: their registrations (bcl.table.plan.register_column, ...) run
 loggers = []  # "csv", "tensorboard": learning curves in `output` (log.csv, tensorboard/); progress.json always
 
@@ -52,7 +53,8 @@ from bcl.table.cell import run_cell, write_cell
 # the papermill boundary: the parameters above rebuilt into the cell, validated and planned once
 spec = CellSpec.from_parameters(dict(column=column, method=method, profile=profile, seeds=seeds, schedule=schedule,
                                      component_noise=component_noise, epochs=epochs, plugins=plugins,
-                                     extractor=extractor))
+                                     extractor=extractor, kl_weighting=kl_weighting))
+
 
 plan = plan_cell(spec)
 folder = Path(output) if output else Path(tempfile.mkdtemp(prefix="bcl-cell-"))
