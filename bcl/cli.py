@@ -81,7 +81,7 @@ def _visualise(args) -> int:
 
 # %% ../nbs/70_cli.ipynb #0a9b29a9
 LEDGER_TITLES = {"paper": "Table faa: ours against the paper",
-                 "offline": "Table faa, offline profile (MNIST-5k, Fashion-MNIST extractor) against the paper",
+                 "offline": "Table faa, offline profile (MNIST-5k, Rendered-Letters extractor) against the paper",
                  "smoke": "Table faa, smoke profile (mock data; numbers meaningless)"}
 
 def ledger_main(argv: list[str] | None = None) -> int:

@@ -127,3 +127,16 @@ def test_the_protocol_file_agrees_with_the_code():
     from bcl.paper import FAA_COLUMNS
     mnist = [c.key for c in FAA_COLUMNS if "mnist" in c.key]
     assert sorted(PROTOCOL.primary) == sorted(mnist)
+
+
+def test_the_offline_extractor_is_the_one_the_rule_chose():
+    "The offline profile's stand-in extractor is what the protocol's extractor rule chose, as its committed record says."
+    import json
+    from pathlib import Path
+    from bcl.table.plan import OFFLINE_PRETRAINING
+    from bcl.table.verdict import choose_extractor
+    record = json.loads((Path(__file__).resolve().parents[1] / "experiments" / "tables" / "extractor_choice.json").read_text())
+    rule = PROTOCOL.extractor
+    assert record["protocol_version"] == PROTOCOL.version and record["rule"]["candidates"] == list(rule.candidates)
+    scores = {row["candidate"]: row["score"] for row in record["candidates"]}
+    assert choose_extractor(scores, rule) == record["chosen"] == OFFLINE_PRETRAINING["emnistletters"]

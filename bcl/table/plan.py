@@ -103,7 +103,7 @@ class Profile(NamedTuple):
     name: ProfileName
     seeds: int  # seeds 0..seeds-1 of a batch unless --seeds says otherwise
     component_noise: str  # the GM methods' mixture sampler (bcl.vi.mixture.COMPONENT_NOISE)
-    substitutes: bool  # MNIST-5k and the Fashion-MNIST extractor instead of the paper's data (OFFLINE_SEQUENCES ...)
+    substitutes: bool  # MNIST-5k and the Rendered-Letters extractor instead of the paper's data (OFFLINE_SEQUENCES ...)
     small: SmallRun | None = None  # mock data (tfds's mock, fake ISIC archives) shrunk to these sizes; None: real data
     strict: bool = False  # a batch stops when a cell's data is missing (else it runs the others and says which)
 
@@ -115,7 +115,7 @@ PROFILES: dict[str, Profile] = {"paper": Profile("paper", 5, "independent", Fals
                                 "offline": Profile("offline", 5, "collapsed", True),
                                 "smoke": Profile("smoke", 2, "collapsed", False, SMOKE)}
 OFFLINE_SEQUENCES = {"cisplitmnist": "cisplitmnist5k", "displitmnist": "displitmnist5k"}
-OFFLINE_PRETRAINING = {"emnistletters": "fashionmnist"}
+OFFLINE_PRETRAINING = {"emnistletters": "renderedletters"}  # chosen by the protocol's extractor rule (version 2)
 
 class Schedule(NamedTuple):
     "How a cell scales its training to the paper's data size: optimiser steps per task, and the per-batch prior terms."
