@@ -45,8 +45,8 @@ from bcl.data.features import pretraining_settings
 from bcl.vi.mixture import COMPONENT_NOISE
 from bcl.metrics import final_average_accuracy
 from bcl.engine.sequence import result_table, save_table, train_sequence
-from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, method_info, method_names, svi_settings
-from bcl.vi.svi import sequence_model, sequence_settings, svi_suite
+from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, method_info, method_names, sequence_setup, svi_settings
+from bcl.factory import build
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary
 
@@ -76,10 +76,10 @@ def table_name(name: str, n_seeds: int, component_noise: str) -> str:
 def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretraining=None,
         component_noise: str = "independent", tables_dir: Path | None = None) -> dict:
     sequence = experiment_sequence(name, pretraining, progress)
-    cfg = sequence_settings(name)  # _fe: linear head, image setup, inducing points in [-1, 6]
-    model = sequence_model(name, sequence)
-    suite = svi_suite(model, sequence.likelihood, cfg["setup"], inducing_low=cfg["inducing_low"],
-                      inducing_high=cfg["inducing_high"], names=methods, component_noise=component_noise)
+    setup = sequence_setup(name)  # _fe: linear head, image setup, inducing points in [-1, 6]
+    cfg = setup._asdict()
+    suite = {b.name: (b.method, b.hyper) for b in (build(m, sequence, setup, component_noise=component_noise)
+                                                    for m in methods)}  # the method factory
     summary, tables = {}, []
     folder = results_dir() / "svi"
     stem = name if component_noise == "independent" else f"{name}_{component_noise}_noise"
