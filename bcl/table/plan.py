@@ -171,8 +171,9 @@ class CellSpec(NamedTuple):
 def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
               schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None,
               plugins: Sequence[str] = (), extractor: str | None = None, kl_weighting: str | None = None) -> CellSpec:
-    """The one validation of a cell: canonical names, seeds, schedule, mixture sampler (default: the profile's), epochs,
-    plugins, extractor, S-FSVI's KL weighting."""
+    """The one validation of a cell (10 parameters: one per field of the `CellSpec` it returns): canonical names,
+    seeds, schedule, mixture sampler (default: the profile's), epochs, plugins, extractor, S-FSVI's KL weighting."""
+
     from bcl.vi.mixture import COMPONENT_NOISE
     column = (column if isinstance(column, Column) else table_column(column)).key
     method, profile = method_name(method), check_profile(profile)
