@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from . import core
+from .core import did_you_mean
 from .core import TaskSequence, check_positive
 from .engine.train import Method, output_units
 from .paper import (METHOD_INFO, USER_METHODS, SequenceSetup, map_settings, method_name, sequence_setup,
@@ -59,7 +59,7 @@ def check_overrides(name: str, overrides: dict) -> dict:
     for key, value in overrides.items():
         if key not in valid:
             hint = (f" Did you mean {SHORT_NAMES[key]!r}?" if SHORT_NAMES.get(key) in valid
-                    else core.did_you_mean(key, valid))
+                    else did_you_mean(key, valid))
             raise ValueError(f"{method_name(name)} has no setting {key!r}.{hint} Its settings: {', '.join(valid)}.")
         if key in POSITIVE_INTS and not (key == "chunk_size" and value is None):
             check_positive(key, value, integer=True)

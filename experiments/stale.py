@@ -166,8 +166,20 @@ def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
                     base = ".".join(package + ([base] if base else []))
                 names.add(base)
                 names.update(f"{base}.{alias.name}" for alias in node.names)
-    names.update(m.group(0) for m in re.finditer(r"\bbcl(?:\.[A-Za-z_]\w*)+", source))
+    names.update(m.group(0) for m in re.finditer(r"\bbcl(?:\.[A-Za-z_]\w*)+", _code_only(source)))
     return names
+
+
+def _code_only(source: str) -> str:
+    "`source` without its strings and comments: a path named in a docstring or a message is not an attribute access."
+    import io
+    import tokenize
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if t.type not in (tokenize.STRING, tokenize.COMMENT)]
+        return tokenize.untokenize((t.type, t.string) for t in tokens)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return source  # unreadable as Python: every spelled path counts
 
 
 def module_closure(entries, root: Path = ROOT) -> set[str]:
