@@ -154,7 +154,8 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     for (network, method, noise), numbers in finished.items():
         line = on_target.get((network, method, noise))
         if line:  # both on the target backend: a cell run on a GPU says nothing about a CPU benchmark's overhead
-            cell_step = _timed_s_per_step(numbers)
+            seed_ratio = max(1.0, len(numbers["seeds"]) / line.get("seeds", len(numbers["seeds"])))
+            cell_step = _timed_s_per_step(numbers) / seed_ratio  # per the benchmark's seeds, as _from_benchmark scales
             overhead.setdefault(network, []).append(cell_step / line["s_per_step"])
     overhead = {network: statistics.median(ratios) for network, ratios in overhead.items()}
     cells = {}
