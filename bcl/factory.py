@@ -15,7 +15,8 @@ from .paper import (METHOD_INFO, USER_METHODS, SequenceSetup, map_settings, meth
 
 # %% auto #0
 __all__ = ['COMMON_SETTINGS', 'MAP_EXTRA_SETTINGS', 'REGISTERED_SETTINGS', 'POSITIVE_INTS', 'POSITIVE_FLOATS', 'CHOICES',
-           'SHORT_NAMES', 'settings_of', 'check_overrides', 'method_settings', 'Built', 'make_method', 'build']
+           'SHORT_NAMES', 'settings_of', 'check_overrides', 'method_settings', 'Built', 'make_method', 'paper_network',
+           'build']
 
 # %% ../nbs/45_factory.ipynb #930b91d1
 COMMON_SETTINGS = ("learning_rate", "batch_size", "epochs", "precision")
@@ -116,18 +117,21 @@ def make_method(name: str, model, likelihood: str, settings: dict) -> tuple[Meth
     hyper = {"learning_rate": rest.pop("learning_rate")}
     return svi_method(name, model, likelihood, **rest), hyper
 
+def paper_network(setup: SequenceSetup, sequence: TaskSequence, conv_impl: str | None = None):
+    "The network of `setup` for `sequence`: one output for a sigmoid likelihood, else one per class (`conv_impl`: the setup's unless given)."
+    from bcl.models import make_model
+    return make_model(setup.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
+                      conv_impl=setup.conv_impl if conv_impl is None else conv_impl)
+
 def build(name: str, sequence: TaskSequence, setup: SequenceSetup | None = None, *, conv_impl: str | None = None,
           component_noise: str | None = None, data_scale: float = 1.0, **overrides) -> Built:
     """Method `name` (the paper's or registered, any letter case) for `sequence` with the paper's settings of `setup`
     (default: the sequence's, `bcl.paper.sequence_setup`) and its network (`conv_impl`: the setup's unless given),
     any setting of `settings_of(name)` changed by keyword."""
-    from bcl.models import make_model
     name = method_name(name)
     setup = sequence_setup(sequence.name) if setup is None else setup
     settings = method_settings(name, setup, component_noise=component_noise, **overrides)
-    model = make_model(setup.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
-                       conv_impl=setup.conv_impl if conv_impl is None else conv_impl)
-    method, hyper = make_method(name, model, sequence.likelihood, settings)
+    method, hyper = make_method(name, paper_network(setup, sequence, conv_impl), sequence.likelihood, settings)
     if data_scale != 1.0:
         method = method.with_training(data_scale=data_scale)
     return Built(name, method, hyper, settings)

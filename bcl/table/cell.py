@@ -133,7 +133,6 @@ def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
     model = {"model": setup.model, "conv_impl": setup.conv_impl}
     kl = {} if plan.spec.kl_weighting is None else {"kl_weighting": plan.spec.kl_weighting}
     settings = method_settings(plan.method, setup, component_noise=plan.spec.component_noise, **kl)
-
     settings["epochs"] = schedule_epochs(plan, sequence, settings["epochs"])
     if plan.profile.small is not None:
         settings = _shrink_settings(settings, plan.profile.small, sequence)
@@ -141,15 +140,11 @@ def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
 
 def build_cell_method(plan: CellPlan, sequence: TaskSequence):
     "(method, hyperparameter grid, settings record) of a cell for `sequence`."
-    from bcl.factory import make_method
-    from bcl.models import make_model
-    from bcl.engine.train import output_units
+    from bcl.factory import make_method, paper_network
     model_settings, settings = cell_settings(plan, sequence)
-    model = make_model(model_settings["model"], output_units(sequence.likelihood, sequence.n_outputs),
-                       sequence.input_shape, conv_impl=model_settings["conv_impl"])
+    model = paper_network(plan.column.setup, sequence)  # model_settings records the same setup's network
     method, hyper = make_method(plan.method, model, sequence.likelihood, settings)  # bcl.factory: the one constructor call
     data_scale = schedule_data_scale(plan, sequence)
-
     if data_scale != 1.0:
         method = method.with_training(data_scale=data_scale)
     return method, hyper, {"model": model_settings, "method": settings, "data_scale": data_scale}

@@ -149,8 +149,8 @@ class CellSpec(NamedTuple):
     kl_weighting: str | None = None  # S-FSVI's KL weight: 'paper' (the text's B/C) or 'code' (B/(tC), B/M); None: the code's
 
     def parameters(self) -> dict:
-        """The template's parameters (and what the content hash covers): no `plugins` key without plugins, no
-        `extractor` key without an extractor, so that the paper's cells keep their hash."""
+        """The template's parameters (and what the content hash covers): no `plugins`, `extractor` or `kl_weighting`
+        key unless set, so that the paper's cells keep their hash."""
         plugins = {"plugins": list(self.plugins)} if self.plugins else {}
         extractor = {"extractor": self.extractor} if self.extractor is not None else {}
         kl = {"kl_weighting": self.kl_weighting} if self.kl_weighting is not None else {}
@@ -173,7 +173,6 @@ def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: 
               plugins: Sequence[str] = (), extractor: str | None = None, kl_weighting: str | None = None) -> CellSpec:
     """The one validation of a cell (10 parameters: one per field of the `CellSpec` it returns): canonical names,
     seeds, schedule, mixture sampler (default: the profile's), epochs, plugins, extractor, S-FSVI's KL weighting."""
-
     from bcl.vi.mixture import COMPONENT_NOISE
     column = (column if isinstance(column, Column) else table_column(column)).key
     method, profile = method_name(method), check_profile(profile)
