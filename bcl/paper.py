@@ -242,6 +242,7 @@ SEQUENCE_SETUPS = {
     **{name: _IMAGE for name in ("cisplitmnist", "displitmnist", "cisplitmnist5k", "displitmnist5k",
                                  "cisplitfashionmnist", "displitfashionmnist")},
     **{name: _CNN6 for name in ("cisplitcifar10", "displitcifar8", "cisplitham8", "displitham6")},
+    "dipermutedmnist5k": _IMAGE,  # not a paper setting: the paper has no Permuted MNIST (data/12b_permuted)
 }
 
 def sequence_setup(name: str) -> SequenceSetup:

