@@ -1,7 +1,7 @@
 """Is a gap the data's or the code's? The authors' unmodified code on the same substitute arrays as bcl's cells.
 
-Usage: python experiments/diagnose_authors_data.py [--runs benchmarks/results/authors_mnist5k.jsonl]
-                                                  [--ledger experiments/tables/faa_offline.json]
+Usage: python experiments/diagnose_authors_data.py [--regime epochs|steps-matched] [--runs RUNS.jsonl]
+                                                  [--ledger LEDGER.json]
 
 Offline, Table faa's MNIST columns train on MNIST-5k (640 training points a task against about 9,600 in the paper).
 A cell far from the paper's number may then differ because of the data, or because bcl computes something else.
@@ -17,6 +17,15 @@ A gap is *the data's* when the authors' code lands where bcl does: the mean of t
 authors' seed had to lie within the margin; that stricter rule ignored the spread of the authors' own seeds.)
 Nothing is trained here: the script reads the authors' runs and the committed ledger (bcl's cells under the paper's
 epochs). Writes experiments/tables/diagnosis_authors_mnist5k.{md,json}.
+
+With `--regime steps-matched` (Table faa's primary regime, `experiments/protocol.md`) the authors' runs are those on
+training splits written 15 times over (`authors_prepped.py --repeat 15`: their code then takes the paper's optimiser
+steps and weighs every prior and penalty term per data point as in the paper, as bcl's steps-matched cells do), read
+from `benchmarks/results/authors_mnist5k_steps_matched.jsonl`, and bcl's cells from the steps-matched ledger. The
+comparison is then the protocol's: their mean against our prediction interval widened by the margin
+(`bcl.table.verdict.judge`), and their own interval against the paper's number. The JSON also keys each row by its
+cell (`cells`), so that an explanation of kind `authors-code` in `faa_offline_explanations.json` can point at the
+authors' per-seed results and their regime, which the ledger reads and checks.
 
 The extractor columns (`svi_{ci,di}splitmnist_fe`) run their linear head on bcl's own features of MNIST-5k, from the
 extractor bcl pre-trains on Fashion-MNIST offline (`authors_prepped.py --features fashionmnist`, then
@@ -39,6 +48,21 @@ sys.path.insert(0, str(ROOT / "parity"))
 EXPERIMENT_COLUMNS = {"svi_cisplitmnist_fcnn": "ci-mnist-fcnn", "svi_displitmnist_fcnn": "di-mnist-fcnn",
                       "svi_cisplitmnist_cnn": "ci-mnist-cnn", "svi_displitmnist_cnn": "di-mnist-cnn",
                       "svi_cisplitmnist_fe": "ci-mnist-fe", "svi_displitmnist_fe": "di-mnist-fe"}
+
+
+# the authors' MAP trainers (their grids' ids: ewc1..ewc5 is EWC's λ) and the paper's name of each
+MAP_TRAINERS = {"joint": "joint", "finetuning": "finetuning", "er": "er", **{f"ewc{i}": "ewc" for i in range(1, 6)}}
+REGIMES = {"epochs": {"repeat": 1, "runs": "authors_mnist5k.jsonl", "ledger": "faa_offline.json",
+                      "out": "diagnosis_authors_mnist5k"},
+           "steps-matched": {"repeat": 15, "runs": "authors_mnist5k_steps_matched.jsonl",
+                             "ledger": "faa_offline-steps-matched.json",
+                             "out": "diagnosis_authors_mnist5k_steps-matched"}}  # 15 = 48,000 / 3,200 on MNIST-5k
+
+
+def regime_of(record: dict) -> str:
+    "The regime an authors' run emulates: its training split's copies (`authors_prepped.py --repeat`)."
+    repeat = int(record.get("training_repeat", 1))
+    return next((name for name, r in REGIMES.items() if r["repeat"] == repeat), f"repeat {repeat}")
 
 
 def read_runs(path: Path) -> list[dict]:
@@ -69,13 +93,19 @@ def extractor_problem(records: list[dict], cell: dict) -> str:
     return "" if theirs == ours else f"other extractors ({theirs[:8]} against bcl's {ours[:8]})"
 
 
-def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: float = 2.0) -> list[dict]:
-    "One row per (column, method) the authors' code ran: both codes' final average accuracy and the verdict."
+def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: float = 2.0,
+         regime: str = "epochs") -> list[dict]:
+    """One row per (column, method) the authors' code ran under `regime`: both codes' final average accuracy and the
+    verdict. Under 'epochs' the margin is max(`margin_points`, `margin_sds` × bcl's sd); under the protocol's primary
+    regime it is the protocol's (`protocol_rows`)."""
     from authors_compare import TRAINER_METHODS
     from bcl.paper import FAA_PUBLISHED
+    trainers = TRAINER_METHODS | MAP_TRAINERS
     grouped: dict[tuple[str, str], list[dict]] = {}
     for r in runs:
-        column, method = EXPERIMENT_COLUMNS.get(r["experiment"]), TRAINER_METHODS.get(r["trainer"])
+        if regime_of(r) != regime:
+            continue
+        column, method = EXPERIMENT_COLUMNS.get(r["experiment"]), trainers.get(r["trainer"])
         if column and method:
             grouped.setdefault((column, method), []).append(r)
     out = []
@@ -91,7 +121,8 @@ def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: 
         paper = FAA_PUBLISHED[column][method]
         same = ours is not None and abs(float(np.mean(theirs)) - ours) <= margin
         outside = [r["seed"] for r in records if ours is not None and abs(r["final_average_accuracy"] - ours) > margin]
-        out.append({"column": column, "method": method, "data": records[0].get("data"), "paper": paper,
+        out.append({"column": column, "method": method, "regime": regime, "data": records[0].get("data"),
+                    "paper": paper,
                     "authors_per_seed": theirs, "authors_seeds": [r["seed"] for r in records],
                     "authors_mean": float(np.mean(theirs)), "bcl_mean": ours, "bcl_sd": sd, "bcl_n": cell.get("n"),
                     "margin": margin, "authors_last_row": last.tolist(), "bcl_last_row": ours_last,
@@ -105,6 +136,40 @@ def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: 
     return out
 
 
+def protocol_rows(table: list[dict], cells: dict, protocol) -> list[dict]:
+    """`table`'s rows judged by the protocol's rule: bcl's cell (`judge` of its seeds), the authors' seeds judged the same
+    way, whether their mean lies in our interval, and whether their own interval leaves out the paper's number."""
+    from bcl.table.verdict import judge
+    out = []
+    for row in table:
+        cell = cells.get(f"{row['column']}/{row['method']}") or {}
+        if row["bcl_mean"] is None or not cell.get("per_seed"):
+            out.append(row | {"verdict": "no bcl cell"})
+            continue
+        substitute = bool(cell.get("substitute"))
+        theirs = np.asarray(row["authors_per_seed"], float)
+        ours = judge(row["bcl_mean"], row["bcl_sd"], row["bcl_n"], row["paper"], protocol.rule, substitute)
+        their = judge(float(theirs.mean()), float(theirs.std(ddof=1)) if len(theirs) > 1 else 0.0, len(theirs),
+                      row["paper"], protocol.rule, substitute)
+        inside = abs(their.mean - ours.mean) <= ours.half_width + ours.margin
+        outside = [s for s, x in zip(row["authors_seeds"], theirs) if abs(x - ours.mean) > ours.half_width + ours.margin]
+        if row["verdict"].startswith("not comparable"):
+            verdict = row["verdict"]
+        elif len(theirs) < 3:
+            verdict = f"{len(theirs)} seed(s) of theirs: too few to judge (the protocol asks for 3)"
+        elif not inside:
+            verdict = "the code's: their mean lies outside our interval"
+        else:
+            verdict = "the data's: their mean lies in our interval" + (
+                "; the paper's number lies in their interval too" if their.outcome != "differs" else "")
+        out.append(row | {"margin": ours.half_width + ours.margin, "bcl_interval": [ours.low, ours.high],
+                          "bcl_outcome": str(ours.outcome), "authors_sd": their.sd,
+                          "authors_interval": [their.low, their.high], "authors_outcome": str(their.outcome),
+                          "authors_seeds_outside_margin": outside, "verdict": verdict,
+                          "protocol_version": protocol.version})
+    return out
+
+
 def verdict(row: dict) -> str:
     "The row's verdict, with the authors' seeds that lie outside the margin, if any."
     outside = row.get("authors_seeds_outside_margin") or []
@@ -112,6 +177,46 @@ def verdict(row: dict) -> str:
         return row["verdict"]
     seeds = ", ".join(str(s) for s in outside)
     return f"{row['verdict']} (their seed{'s' if len(outside) > 1 else ''} {seeds} outside the ±{row['margin']:.1f} margin)"
+
+
+def protocol_markdown(table: list[dict], runs_path: str) -> str:
+    "The primary regime's comparison: both codes' seeds, intervals by the protocol's rule, and the verdict."
+    from bcl.paper import faa_column, method_info
+    lines = ["# The authors' code on bcl's substitute data under the primary regime (steps-matched)", "",
+             "Written by `python experiments/diagnose_authors_data.py --regime steps-matched` from the authors' runs in "
+             f"`{runs_path}` and bcl's cells in `experiments/tables/faa_offline-steps-matched.json`. The authors' code "
+             "is github.com/blackblitz/bcl at b838074, unmodified, with the paper's settings of "
+             "`experiments/svi_{ci,di}splitmnist_{fe,fcnn}.toml`, on bcl's MNIST-5k arrays (on the extractor columns, "
+             "bcl's features of them from the extractor the protocol chose, its digest recorded on both sides) with each "
+             "task's training split written 15 times over (`parity/authors_prepped.py --repeat 15`). Their trainers "
+             "divide every prior and penalty term by the task's number of minibatches and take `n_epochs` passes, so "
+             "with 15 copies they run the paper's optimiser steps (20 epochs × 150 minibatches of 64 a task) with each "
+             "term weighing per data point what it weighs in the paper: bcl's steps-matched cells (300 epochs of 10 "
+             "minibatches, every term divided by 15 × 10). Only the minibatches' order differs. Intervals are the "
+             "protocol's (`experiments/protocol.md`): a 95 % prediction interval of one more run from the seeds, "
+             "widened by the 3-point margin for the substitute data. A gap is the data's when the authors' mean lies "
+             "in bcl's interval.", "",
+             "| column | method | paper | bcl: mean ± sd (seeds), interval | the authors' code: per seed | authors: "
+             "mean ± sd, interval | after the last task, task 1 / … / 5: bcl · authors (%) | gap |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        if "bcl_interval" not in r:
+            continue
+        label = faa_column(r["column"]).label
+        lo, hi = r["bcl_interval"]
+        alo, ahi = r["authors_interval"]
+        per_seed = ", ".join(f"{x:.2f}" for x in r["authors_per_seed"])
+        rows_ = " / ".join(f"{x:.0f}" for x in r["bcl_last_row"]) + " · " + " / ".join(
+            f"{x:.0f}" for x in r["authors_last_row"])
+        lines.append(f"| {label} | {method_info(r['method']).label} | {r['paper']:.2f} | {r['bcl_mean']:.2f} ± "
+                     f"{r['bcl_sd']:.2f} ({r['bcl_n']}), [{lo:.2f}, {hi:.2f}] | {per_seed} (seeds "
+                     f"{', '.join(str(s) for s in r['authors_seeds'])}) | {r['authors_mean']:.2f} ± {r['authors_sd']:.2f}, "
+                     f"[{alo:.2f}, {ahi:.2f}] | {rows_} | {r['verdict']} |")
+    lines += ["", "Training seconds per authors' run (all trainers of one seed and experiment in one process, so a "
+              "grid's or a column's runs share it; 2-core CPU shared with other jobs): " + "; ".join(
+                  f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" for s in r["authors_train_s"] if s)
+                  for r in table) + ".", ""]
+    return "\n".join(lines)
 
 
 def markdown(table: list[dict], runs_path: str) -> str:
@@ -152,19 +257,34 @@ def markdown(table: list[dict], runs_path: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", default=str(ROOT / "benchmarks" / "results" / "authors_mnist5k.jsonl"))
-    parser.add_argument("--ledger", default=str(ROOT / "experiments" / "tables" / "faa_offline.json"))
-    parser.add_argument("--out", default=str(ROOT / "experiments" / "tables" / "diagnosis_authors_mnist5k"))
+    parser.add_argument("--regime", choices=sorted(REGIMES), default="epochs",
+                        help="which authors' runs and which bcl ledger: the paper's epochs (default) or the protocol's "
+                             "primary regime")
+    parser.add_argument("--runs", help="the authors' runs (default: benchmarks/results/ per --regime)")
+    parser.add_argument("--ledger", help="bcl's ledger (default: experiments/tables/ per --regime)")
+    parser.add_argument("--out", help="path stem of the .md and .json written (default: experiments/tables/ per --regime)")
     args = parser.parse_args(argv)
+    defaults = REGIMES[args.regime]
+    args.runs = args.runs or str(ROOT / "benchmarks" / "results" / defaults["runs"])
+    args.ledger = args.ledger or str(ROOT / "experiments" / "tables" / defaults["ledger"])
+    args.out = args.out or str(ROOT / "experiments" / "tables" / defaults["out"])
     if not Path(args.runs).is_file():
         parser.error(f"no authors' runs at {args.runs}: run parity/authors_prepped.py and parity/authors_seeds.py "
                      "first (parity/README.md)")
     from bcl.provenance import provenance
-    table = rows(read_runs(Path(args.runs)), json.loads(Path(args.ledger).read_text())["cells"])
+    cells = json.loads(Path(args.ledger).read_text())["cells"]
+    table = rows(read_runs(Path(args.runs)), cells, regime=args.regime)
     runs_path = str(Path(args.runs).resolve().relative_to(ROOT)) if Path(args.runs).resolve().is_relative_to(ROOT) \
         else args.runs
-    Path(args.out + ".md").write_text(markdown(table, runs_path))
-    Path(args.out + ".json").write_text(json.dumps({"rows": table, "provenance": provenance()}, indent=1) + "\n")
+    if args.regime == "epochs":
+        Path(args.out + ".md").write_text(markdown(table, runs_path))
+        record = {"rows": table}
+    else:
+        from bcl.table.verdict import load_protocol
+        table = protocol_rows(table, cells, load_protocol())
+        Path(args.out + ".md").write_text(protocol_markdown(table, runs_path))
+        record = {"rows": table, "cells": {f"{r['column']}/{r['method']}": r for r in table}}
+    Path(args.out + ".json").write_text(json.dumps(record | {"provenance": provenance()}, indent=1) + "\n")
     for r in table:
         print(f"{r['column']}/{r['method']}: bcl {r['bcl_mean']}, authors {r['authors_per_seed']}, paper "
               f"{r['paper']:.2f}: {r['verdict']}")

@@ -16,6 +16,16 @@ frozen features of the sequence instead of its images (`bcl.data.features.featur
 extractor if it is not cached): run the authors' `svi_*_fe` experiment on it with `authors_seeds.py
 --features-prepared`, so that their code trains its linear head on exactly the features bcl's cells train on.
 
+With `--repeat K` each task's training split is written K times over (validation and testing once): the primary
+regime of Table faa (`steps-matched`, `experiments/protocol.md`) for their unmodified code. Their trainers divide every
+prior, KL and penalty term by the task's number of minibatches, ceil(N_t / B), and run `n_epochs` passes over the
+training split; on MNIST-5k (3,200 training points, the paper's 48,000) K = 15 makes both what they are in the paper:
+n_epochs × ceil(15 N_t / B) optimiser steps per task and a prior term weighing per data point what it weighs on the
+paper's data, as bcl's `steps-matched` cells do with 15 × the epochs and `Training.data_scale` = 15 (the two differ
+by the rounding of ceil, under 1 % of the steps where N_t is not a multiple of B). What differs is only the order of
+the minibatches: their shuffle draws from the K copies, so a minibatch may hold a point twice. EWC's Fisher and the
+evaluation average over the training points and are unchanged by the copies.
+
 Labels: class-incremental sequences keep the global class (0..9), domain-incremental ones the class within the task
 (the authors' `displitmnist` takes the digit mod 2; bcl's `displitmnist5k` already stores 0/1), as both codes use.
 """
@@ -31,10 +41,18 @@ import numpy as np
 SPLITS = {"training": "train", "validation": "validation", "testing": "test"}  # the authors' name: bcl's field
 
 
-def prepped_arrays(sequence):
-    "{(authors' split, t from 1): (xs float32, ys uint8)} of a bcl `TaskSequence`."
-    return {(split, t + 1): (np.asarray(getattr(task, field).xs, np.float32),
-                             np.asarray(getattr(task, field).ys).astype(np.uint8))
+def prepped_arrays(sequence, repeat: int = 1):
+    """{(authors' split, t from 1): (xs float32, ys uint8)} of a bcl `TaskSequence`; each training split `repeat`
+    times over (the copies one after another), validation and testing once."""
+    if not (isinstance(repeat, int) and repeat >= 1):
+        raise ValueError(f"repeat must be a positive integer, got {repeat!r}")
+
+    def arrays(split, field, task):
+        xs = np.asarray(getattr(task, field).xs, np.float32)
+        ys = np.asarray(getattr(task, field).ys).astype(np.uint8)
+        k = repeat if split == "training" else 1
+        return np.concatenate([xs] * k), np.concatenate([ys] * k)
+    return {(split, t + 1): arrays(split, field, task)
             for t, task in enumerate(sequence.tasks) for split, field in SPLITS.items()}
 
 
@@ -69,22 +87,24 @@ def digest(arrays) -> str:
     return h.hexdigest()
 
 
-def write_prepped(sequence, folder: Path, extractor_sha256: str | None = None) -> str:
-    """Write `sequence` into `folder` in the authors' format; returns the arrays' digest. `extractor_sha256`: the
-    digest of the extractor's parameters when the arrays are its features (`BCL_SOURCE` records it)."""
+def write_prepped(sequence, folder: Path, extractor_sha256: str | None = None, repeat: int = 1) -> str:
+    """Write `sequence` into `folder` in the authors' format; returns the arrays' digest (of the arrays as written,
+    copies included). `extractor_sha256`: the digest of the extractor's parameters when the arrays are its features;
+    `repeat`: copies of each training split (`BCL_SOURCE` records both)."""
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()) and not (folder / "BCL_SOURCE").is_file():
         raise SystemExit(f"authors_prepped.py: {folder} holds the authors' own prepared data (no BCL_SOURCE file); "
                          "use another clone or remove it first")
     folder.mkdir(parents=True, exist_ok=True)
-    arrays = prepped_arrays(sequence)
+    arrays = prepped_arrays(sequence, repeat)
     for (split, t), (xs, ys) in arrays.items():
         np.save(folder / f"{split}_{t}_xs.npy", xs)
         np.save(folder / f"{split}_{t}_ys.npy", ys)
     (folder / "metadata.toml").write_text(toml_text(metadata(sequence, arrays)))
     sha = digest(arrays)
     extractor = "" if extractor_sha256 is None else f"extractor {extractor_sha256}\n"
-    (folder / "BCL_SOURCE").write_text(f"bcl sequence {sequence.name}\nsha256 {sha}\n{extractor}")
+    copies = "" if repeat == 1 else f"repeat {repeat}\n"
+    (folder / "BCL_SOURCE").write_text(f"bcl sequence {sequence.name}\nsha256 {sha}\n{extractor}{copies}")
     return sha
 
 
@@ -96,7 +116,12 @@ def main(argv=None) -> int:
     parser.add_argument("--features", metavar="PRETRAINING",
                         help="write bcl's frozen features of the sequence from the extractor pre-trained on PRETRAINING "
                              "(e.g. fashionmnist) instead of its inputs")
+    parser.add_argument("--repeat", type=int, default=1, metavar="K",
+                        help="write each task's training split K times over: 15 on MNIST-5k is Table faa's primary "
+                             "regime (steps-matched) for their code; default 1")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be a positive integer, got {args.repeat}")
     if not (args.authors_repo / "bcl" / "train" / "__main__.py").is_file():
         parser.error(f"{args.authors_repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)")
     extractor = None
@@ -109,8 +134,9 @@ def main(argv=None) -> int:
         from bcl.data.sequences import load_sequence
         sequence = load_sequence(args.sequence)
     folder = args.authors_repo / "data" / "prepped" / (args.name or args.sequence)
-    sha = write_prepped(sequence, folder, extractor)
-    print(f"wrote {sequence.name} ({len(sequence.tasks)} tasks) to {folder}; sha256 {sha[:16]}")
+    sha = write_prepped(sequence, folder, extractor, args.repeat)
+    copies = "" if args.repeat == 1 else f", each training split {args.repeat} times over"
+    print(f"wrote {sequence.name} ({len(sequence.tasks)} tasks{copies}) to {folder}; sha256 {sha[:16]}")
     return 0
 
 

@@ -134,7 +134,8 @@ def ran_on(done: set, run: tuple[str, str, int], source: dict) -> bool:
 
 def read_source(path: Path) -> dict:
     """`parity/authors_prepped.py`'s record of a preparation: {'sequence', 'sha256' of the arrays, and 'extractor', the
-    digest of the extractor's parameters, for features}; {} when the authors' own preparation wrote the folder."""
+    digest of the extractor's parameters, for features, and 'repeat', the copies of each training split, where more
+    than one}; {} when the authors' own preparation wrote the folder."""
     if not path.is_file():
         return {}
     fields = {}
@@ -188,7 +189,8 @@ def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed:
                         "python": sys.version.split()[0], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
                        | ({"candidates": candidates} if len(candidates) > 1 else {})
                        | ({"data_sha256": source["sha256"]} if source and "sha256" in source else {})
-                       | ({"extractor_sha256": source["extractor"]} if source and "extractor" in source else {}))
+                       | ({"extractor_sha256": source["extractor"]} if source and "extractor" in source else {})
+                       | ({"training_repeat": int(source["repeat"])} if source and "repeat" in source else {}))
     return records
 
 

@@ -96,3 +96,20 @@ def test_a_run_on_another_extractors_features_is_not_taken_for_done(tmp_path):
     assert not authors_seeds.ran_on(done, ("x", "t", 0), fe)  # features can: it reruns
     assert authors_seeds.ran_on(done, ("x", "t", 1), {"sha256": "f" * 64, "extractor": "e" * 64})
     assert not authors_seeds.ran_on(done, ("x", "t", 1), fe)  # the same seed on other features
+
+
+def test_repeat_copies_only_the_training_split(tmp_path):
+    """--repeat K (the primary regime for their code): each training split K times over, validation and testing once;
+    BCL_SOURCE records K and the digest is of the arrays as written."""
+    sequence = small_sequence()
+    sha = authors_prepped.write_prepped(sequence, tmp_path / "tiny", repeat=3)
+    for t, task in enumerate(sequence.tasks, start=1):
+        xs = np.load(tmp_path / "tiny" / f"training_{t}_xs.npy")
+        np.testing.assert_array_equal(xs, np.concatenate([task.train.xs] * 3))
+        np.testing.assert_array_equal(np.load(tmp_path / "tiny" / f"testing_{t}_ys.npy"), task.test.ys)
+    assert "repeat 3" in (tmp_path / "tiny" / "BCL_SOURCE").read_text()
+    assert sha != authors_prepped.digest(authors_prepped.prepped_arrays(sequence))
+    import authors_seeds
+    assert authors_seeds.read_source(tmp_path / "tiny" / "BCL_SOURCE")["repeat"] == "3"
+    with pytest.raises(ValueError, match="positive integer"):
+        authors_prepped.prepped_arrays(sequence, 0)

@@ -41,3 +41,26 @@ def test_runs_on_another_extractors_features_are_superseded_or_not_compared():
     assert row["verdict"].startswith("not comparable: other extractors")
     [row] = diagnose.rows(new, {"ci-mnist-fe/p-g-sfsvi": {"mean": 39.0, "sd": 2.0, "n": 5}})
     assert row["verdict"] == "not comparable: an extractor not recorded"
+
+
+def test_the_primary_regime_keeps_its_own_runs_and_judges_by_the_protocol():
+    """Runs on 15 copies are the steps-matched regime's, the others the epochs'; under the protocol their mean is held
+    against our prediction interval, and fewer than 3 seeds of theirs judge nothing."""
+    from bcl.table.verdict import load_protocol
+    matched = [run(s, a) | {"training_repeat": 15} for s, a in enumerate([30.0, 31.0, 29.5])]
+    plain = [run(s, 60.0) for s in range(3)]
+    assert diagnose.regime_of(matched[0]) == "steps-matched" and diagnose.regime_of(plain[0]) == "epochs"
+    cell = {"mean": 30.2, "sd": 1.0, "n": 10, "per_seed": [30.2] * 10, "substitute": "MNIST-5k",
+            "test_accuracy_mean": [[0.3] * 5] * 5}
+    cells = {"ci-mnist-fcnn/l-gm-vcl": cell}
+    [row] = diagnose.rows(matched + plain, cells, regime="steps-matched")
+    assert row["authors_per_seed"] == [30.0, 31.0, 29.5] and row["regime"] == "steps-matched"
+    [judged] = diagnose.protocol_rows([row], cells, load_protocol())
+    assert judged["verdict"].startswith("the data's") and judged["authors_outcome"] == "differs"  # paper 44.20
+    far = cells | {"ci-mnist-fcnn/l-gm-vcl": cell | {"mean": 20.0}}
+    [row] = diagnose.rows(matched, far, regime="steps-matched")
+    assert diagnose.protocol_rows([row], far, load_protocol())[0]["verdict"].startswith("the code's")
+    [row] = diagnose.rows(matched[:2], cells, regime="steps-matched")
+    assert "too few" in diagnose.protocol_rows([row], cells, load_protocol())[0]["verdict"]
+    [row] = diagnose.rows(plain, cells)  # the epochs rows are as before
+    assert row["regime"] == "epochs" and row["authors_per_seed"] == [60.0] * 3
