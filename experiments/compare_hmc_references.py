@@ -180,6 +180,12 @@ def markdown(report: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+def shown(path: Path) -> str:
+    "A path as a reader can use it: relative to the project, else as results/<run> (where the runner writes it)."
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else f"results/{path.name}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path, help="results folder of the paper_hmc_final.yaml run")
@@ -201,7 +207,8 @@ def main(argv=None) -> int:
     run_numbers = json.loads((args.run / "numbers.json").read_text())
     report |= {"committed_table": str(committed_path.relative_to(ROOT)) if committed else None,
                "run_provenance": run_numbers.get("provenance"), "provenance": provenance()}
-    command = "python experiments/compare_hmc_references.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = f"python experiments/compare_hmc_references.py {shown(args.run)} --bootstrap {args.bootstrap}"
+    report["run"] = shown(args.run)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"hmc_reference_{sequence}.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / f"hmc_reference_{sequence}.md").write_text(markdown(report, command) + "\n")
