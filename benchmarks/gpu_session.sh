@@ -32,7 +32,9 @@
 #   tests        pytest tests (notebooks included), BCL_GPU_TEST_PROCS (8) processes, a line per test as it ends, no GPU
 #                memory preallocation -> OUT/tests.log; each failure's traceback as it happens -> OUT/tests_failed.log
 #   vis:SEQUENCE the visualisation of cisplit2diris or disinusoid with the paper's settings (BCL_GPU_VIS_BASE=demo for
-#                the demo's, a dry run) and BCL_GPU_VIS_CHAINS (64)
+#                the demo's, a dry run) and BCL_GPU_VIS_CHAINS (64); BCL_GPU_VIS_VARIANT adds a parameter file after the
+#                base, e.g. paper_hmc_final (the paper's HMC protocol: 64 chains, 100 NUTS steps, final states; on DI
+#                Sinusoid about 3.5 h on a 2-core CPU), run as results/gpu_SEQUENCE-VARIANT
 #                HMC chains, figures and tables under results/gpu_SEQUENCE; timeout BCL_GPU_VIS_S (300). Each HMC task is
 #                kept as it ends (run_hmc_sequence's store), and each kept task comes back, so a run cut by its timeout
 #                resumes in a later call that carries results/gpu_SEQUENCE/hmc_tasks (copy the files back there)
@@ -148,9 +150,10 @@ print(json.dumps({"cell": cell, "identical_default": same(runs["-1"], runs["-2"]
 PY
       cat "$OUT/determinism.json" ;;
     vis:*)
-      seq=${phase#vis:}; run=gpu_$seq; variant=/tmp/gpu-vis-$seq.yaml
+      seq=${phase#vis:}; run=gpu_$seq${BCL_GPU_VIS_VARIANT:+-$BCL_GPU_VIS_VARIANT}; variant=/tmp/gpu-vis-$seq.yaml
       printf 'hmc_chains: %s\nfigures_folder: null\ntables_folder: null\n' "${BCL_GPU_VIS_CHAINS:-64}" >"$variant"
-      timeout "$(within "${BCL_GPU_VIS_S:-300}")" "$PY" experiments/run_visualisation.py "${BCL_GPU_VIS_BASE:-paper}_$seq" "$variant" \
+      timeout "$(within "${BCL_GPU_VIS_S:-300}")" "$PY" experiments/run_visualisation.py "${BCL_GPU_VIS_BASE:-paper}_$seq" \
+        ${BCL_GPU_VIS_VARIANT:+"$BCL_GPU_VIS_VARIANT"} "$variant" \
         --run "$run" >"$OUT/vis-$seq.log" 2>&1
       echo "vis:$seq: exit $?"; grep -v "WARNING\|warn" "$OUT/vis-$seq.log" | tail -6
       [ -d "results/$run" ] && (cd results && tar czf "$OUT/vis-$seq.tar.gz" --exclude hmc_tasks "$run")
