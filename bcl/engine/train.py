@@ -230,8 +230,7 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
                       on_epoch: Callable | None = None) -> Callable:
     """The whole training of one task on `n_rows` training rows: `run(key, state, hyper, xs, ys, index)` ->
     `(state, losses, aux)`; with `padded=True`, `run(..., index, n_train)` trains on the first `n_train` rows."""
-    # Kept whole (60 lines): the two nested scans (epochs, then batches) close over the task's constants; split
-    # into functions, each piece would take about ten of them as arguments.
+    # One closure: the two nested scans below (epochs, then batches) share the task's constants.
     batch_size, epochs = method.training.batch_size, method.training.epochs
     slots = n_batches(n_rows, batch_size)
 

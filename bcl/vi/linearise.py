@@ -87,7 +87,7 @@ def output_mean_and_variance(apply_fn: Callable, mean, variance, xs, chunk_size:
 
 # %% ../../nbs/vi/33_linearise.ipynb #1492fdf8
 def dense_head_output_variance(features, kernel_variance, bias_variance) -> jax.Array:
-    "Output variances (n, d) of a Dense head on fixed `features` (n, k): Σ_k φ_ik² σ²_W[k, c] + σ²_b[c]."
+    "Output variances (n, d) of a Dense head on fixed features h(x), `features` (n, k): v_ic = Σ_a h_a(x_i)² σ²_W[a, c] + σ²_b[c]."
     f_shape, k_shape, b_shape = (tuple(jnp.shape(a)) for a in (features, kernel_variance, bias_variance))
     if len(f_shape) != 2:
         raise ValueError(f"features must have shape (n, k), got {f_shape}; flatten them first.")
@@ -142,13 +142,13 @@ def _check_dense_layers(layer_means, layer_variances, n_inputs: int) -> None:
         width = kernel_shape[1]
 
 def _dense_forward(layer_means, xs, activation: Callable):
-    "The input h^{l-1} (n, width_{l-1}) of every layer, the slopes φ'(z^l) of every hidden layer, and the outputs z^L (n, d)."
+    "The input h^{l-1} (n, width_{l-1}) of every layer, the slopes ψ'(z^l) of every hidden layer, and the outputs z^L (n, d)."
     h = xs.reshape((xs.shape[0], -1))
     layer_inputs, slopes = [], []
     for kernel, bias in layer_means[:-1]:
         layer_inputs.append(h)
         z = h @ kernel + bias
-        h, slope = jax.jvp(activation, (z,), (jnp.ones_like(z),))  # φ(z) and, φ being elementwise, φ'(z)
+        h, slope = jax.jvp(activation, (z,), (jnp.ones_like(z),))  # ψ(z) and, ψ being elementwise, ψ'(z)
         slopes.append(slope)
     layer_inputs.append(h)
     kernel, bias = layer_means[-1]
@@ -169,7 +169,7 @@ def dense_output_mean_and_variance(layer_means: Sequence, layer_variances: Seque
         kernel_variance, bias_variance = layer_variances[l]
         per_unit = jnp.square(layer_inputs[l]) @ kernel_variance + bias_variance  # u_b = Σ_a h_a² σ²_{W,ab} + σ²_{b,b}
         variance = variance + jnp.einsum("icb,ib->ic", jnp.square(delta), per_unit)
-        if l > 0:  # the sensitivity of the layer below: (δ Wᵀ) ⊙ φ'(z)
+        if l > 0:  # the sensitivity of the layer below: (δ Wᵀ) ⊙ ψ'(z)
             delta = (delta @ layer_means[l][0].T) * slopes[l - 1][:, None, :]
     return outputs, variance
 
@@ -346,13 +346,13 @@ def fast_output_mean_and_variance(model: Model, mean, variance, xs, chunk_size: 
 # %% ../../nbs/vi/33_linearise.ipynb #923b24d3
 def fast_gaussian_output_mean_and_variance(model: Model, q: Gaussian, xs,
                                            chunk_size: int | None = 1) -> tuple[jax.Array, jax.Array]:
-    "Output means and variances (n, d) of `model` linearised at the mean of the Gaussian `q`; per-layer formula for dense models."
+    "Output means and variances (n, d) of `model` linearised at the mean of the Gaussian `q`, by `fast_output_mean_and_variance`: the dense formula for dense models, the per-layer formula for models whose every parameter-owning layer has one (CNNs included), else the generic path."
     check_same_structure(q.mean, q.rho, ("q.mean", "q.rho"))
     return fast_output_mean_and_variance(model, q.mean, gaussian_variance(q), xs, chunk_size)
 
 def fast_mixture_output_mean_and_variance(model: Model, q: Mixture, xs,
                                           chunk_size: int | None = 1) -> tuple[jax.Array, jax.Array]:
-    "Output means and variances (K, n, d), component κ linearised at μ_κ; where the per-layer formula applies it runs over the components one at a time (`lax.map`, the memory of one component), else `mixture_output_mean_and_variance`."
+    "Output means and variances (K, n, d), component κ linearised at μ_κ: for a dense model the K components vmapped through the dense formula; for any other model one component at a time (`lax.map`, the memory of one component), through the per-layer formula where every parameter-owning layer has one, else `mixture_output_mean_and_variance`."
     _check_chunk_size(chunk_size)
     first = mixture_component(q, 0)  # validates the mixture's layout
     _check_linearise_inputs(model.apply, first.mean, first.rho, xs, model.input_shape)
@@ -366,5 +366,5 @@ def fast_mixture_output_mean_and_variance(model: Model, q: Mixture, xs,
         return mixture_output_mean_and_variance(model.apply, q, xs, chunk_size, model.input_shape)
     def layerwise_component(mean, var):
         return _in_chunks(partial(_layerwise_chunk, model.apply, plan, mean, var), xs, chunk_size)
-    # One component at a time: with the K components vmapped, XLA:CPU's compiler crashed on L-GM-SFSVI (MNIST CNN).
+    # One component at a time (lax.map, not vmap): the memory is that of one component, not of all K.
     return jax.lax.map(lambda mv: layerwise_component(*mv), (q.mean, variance))

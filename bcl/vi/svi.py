@@ -78,7 +78,7 @@ def vcl_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, bat
                     component_noise: str = "independent") -> tuple[jax.Array, dict]:
     """Minibatch free energy of VCL: expected NLL of `batch` under `sample_size` draws of q + `kl_weight`·KL(q ‖ prior).
     10 parameters, the quantities of eqs. (3) and (5): the network and likelihood, q and the prior, the key and batch,
-    κ, and q's draws (S, the Gumbel-softmax temperature, the mixture sampler)."""
+    β, and q's draws (S, the Gumbel-softmax temperature, the mixture sampler)."""
     thetas = variational_sample(key, q, sample_size, temperature, component_noise)
     nll = expected_nll(model, likelihood, thetas, batch)
     kl = parameter_kl(q, prior)
@@ -137,7 +137,7 @@ def sfsvi_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, b
                       sample_size: int, temperature: float = 1e-3,
                       chunk_size: int | None = None,
                       component_noise: str = "independent") -> tuple[jax.Array, dict]:
-    """Minibatch free energy of S-FSVI: expected NLL of `batch` + `kl_weight`·KL of the linearised outputs at
+    """Minibatch free energy of SFSVI: expected NLL of `batch` + `kl_weight`·KL of the linearised outputs at
     `inducing_xs`. 12 parameters, the quantities of eq. (12): `vcl_free_energy`'s ten, the inducing inputs, and the
     chunk size of the output variances (memory, not maths)."""
     thetas = variational_sample(key, q, sample_size, temperature, component_noise)
@@ -203,7 +203,7 @@ class MixtureFamily:
 @dataclass(frozen=True)
 class PriorFocus:
     """Prior focus (P, eqs. (3), (10), (12)): the NLL sees the batch, and after a task the prior becomes q_t.
-    `coreset_size` points of each task are stored only in function space (P-S-FSVI's inducing inputs)."""
+    `coreset_size` points of each task are stored only in function space (P-SFSVI's inducing inputs)."""
     coreset_size: int | None = None
     letter = "p"
 
@@ -241,7 +241,7 @@ class LikelihoodFocus:
 class SVITraining:
     """What every variational method needs beyond its parts (the learning rate is a hyperparameter of the run):
     B = `batch_size`, `epochs` per task, S = `sample_size` draws per step, `predict_sample_size` draws of the
-    Bayesian model average, and the `precision` τ of the initial prior N(0, 1/τ)."""
+    Bayesian model average, and the `precision` α of the initial prior N(0, 1/α)."""
     batch_size: int
     epochs: int
     sample_size: int = 10
@@ -272,10 +272,10 @@ KLWeighting = Literal["code", "paper"]
 
 @dataclass(frozen=True)
 class FunctionSpace:
-    """Function space (S-FSVI): the KL of the linearised outputs at M = `n_inducing` inducing inputs per step, drawn
+    """Function space (SFSVI): the KL of the linearised outputs at M = `n_inducing` inducing inputs per step, drawn
     uniformly from the box [`low`, `high`] (scalars or one value per input feature). With prior focus they are
     stored coreset inputs once there are any, with probability `coreset_prob`. `kl_weighting` 'code' (the authors'):
-    κ = B/(t M) (P) or B/M (L); 'paper': B/C (with L's C = `coreset_batch`). `chunk_size`: inducing inputs per chunk
+    β = B/(t M) (P) or B/M (L); 'paper': B/C (with L's C = `coreset_batch`). `chunk_size`: inducing inputs per chunk
     of the KL (None: all at once)."""
     low: Any
     high: Any
@@ -320,7 +320,7 @@ def svi_method_name(family, focus, space) -> str:
 
 # %% ../../nbs/vi/34_svi.ipynb #fb4ad2eb
 def _prior_inducing_points(keys: dict, coreset: Coreset, n: int, low, high, coreset_prob: float):
-    "P-S-FSVI's inducing inputs: `n` stored coreset inputs once there are any (with probability `coreset_prob`), else uniform."
+    "P-SFSVI's inducing inputs: `n` stored coreset inputs once there are any (with probability `coreset_prob`), else uniform."
     uniform = uniform_inducing_points(keys["inducing"], n, low, high)
     if coreset_prob == 0.0:
         return uniform
@@ -343,7 +343,7 @@ def _svi_init(model: Model, family, precision: float, coreset_size: int | None):
     return init
 
 def _check_parts(family, focus, space, training) -> None:
-    "`ValueError` unless each part has the right type, and P-S-FSVI has a coreset its inducing inputs fit in."
+    "`ValueError` unless each part has the right type, and P-SFSVI has a coreset its inducing inputs fit in."
     for name, part, types in (("family", family, (GaussianFamily, MixtureFamily)),
                               ("focus", focus, (PriorFocus, LikelihoodFocus)),
                               ("space", space, (ParameterSpace, FunctionSpace)), ("training", training, (SVITraining,))):
@@ -353,7 +353,7 @@ def _check_parts(family, focus, space, training) -> None:
         _check_coreset(focus.coreset_size, space.n_inducing, "P-S-FSVI's n_inducing")
 
 def _flat_settings(family, focus, space, training) -> dict:
-    """The parts as one flat dict (`Method.settings`), keyed as `bcl.paper.svi_settings` (P-S-FSVI's M is its
+    """The parts as one flat dict (`Method.settings`), keyed as `bcl.paper.svi_settings` (P-SFSVI's M is its
     `coreset_batch`): what `bcl.engine.sequence.data_problems` checks, and the record."""
     fs, prior = isinstance(space, FunctionSpace), isinstance(focus, PriorFocus)
     return dict(space="function" if fs else "parameter", focus="prior" if prior else "likelihood",
@@ -372,7 +372,7 @@ def svi(model: Model,  # the network (`bcl.models.make_model`)
         likelihood: str,  # 'softmax' or 'sigmoid'
         family: GaussianFamily | MixtureFamily,  # G or GM (K components, the sampler's noise, T)
         focus: PriorFocus | LikelihoodFocus,  # P or L (coreset batch C and size)
-        space: ParameterSpace | FunctionSpace,  # VCL or S-FSVI (inducing box, M, coreset_prob, κ)
+        space: ParameterSpace | FunctionSpace,  # VCL or SFSVI (inducing box, M, coreset_prob, β)
         training: SVITraining,  # B, epochs, S, prediction draws, prior precision
        ) -> Method:
     """The variational method `family` × `focus` × `space` (one of the paper's eight) as a `bcl.engine.train.Method`;
@@ -408,7 +408,7 @@ def svi_parts(name: str, *, n_components: int = N_COMPONENTS, batch_size: int, e
               component_noise: str = "independent") -> dict:
     """{family, focus, space, training}: the parts of paper method `name` (`bcl.paper.method_info`) from the flat
     settings of `bcl.paper.svi_settings` (the one place that reads them; 20 parameters: the method's name and one
-    keyword per flat setting, so that a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-S-FSVI, whose
+    keyword per flat setting, so that a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-SFSVI, whose
     M is its `coreset_batch`, the C inducing inputs of eq. (12); `coreset_size` of P-VCL)."""
     info = paper_method_info(name)
     if info.kind != "variational":
