@@ -23,9 +23,9 @@ from .plan import CellPlan, CellSpec, check_profile, plan_cell
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'BEFORE_CELL', 'VISUALISATION_RUNS',
            'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'before_cell_hooks',
-           'run_cell_task', 'prepare_task', 'prepare_groups', 'run_visualisation_task', 'load_plugins', 'ship_plugins',
-           'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress',
-           'list_names', 'run_table']
+           'failure_message', 'run_cell_task', 'prepare_task', 'prepare_groups', 'run_visualisation_task',
+           'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready',
+           'make_client', 'watch_progress', 'list_names', 'run_table']
 
 # %% ../../nbs/table/64_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom")
@@ -193,6 +193,14 @@ def before_cell_hooks() -> list:
 
 
 # %% ../../nbs/table/64_batch.ipynb #445eac42
+def failure_message(error: Exception) -> str:
+    "What a failed cell records: the error's text, with what to do when the cell's kernel was killed."
+    message = str(error)
+    if type(error).__name__ == "DeadKernelError":  # papermill's: the kernel process ended, most often killed for memory
+        message += (" (the cell's kernel was killed, most often for memory: a cell trains every seed and grid point "
+                    "at once, so run it with fewer other jobs, on a machine with more memory, or on a GPU)")
+    return message
+
 def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share: tuple[int, int] | None,
                   plugin_folder: str | None = None, loggers: Sequence[str] = ()) -> dict:
     """A Dask task: execute the table-cell template for one cell; on failure record error.json. Runs on a worker.
@@ -219,7 +227,7 @@ def run_cell_task(parameters: dict, folder: str, data_dir: str | None, gpu_share
                             kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
                             extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:  # recorded, and the batch goes on
-        record = {"cell": name, "type": type(error).__name__, "message": str(error)[-4000:],
+        record = {"cell": name, "type": type(error).__name__, "message": failure_message(error)[-4000:],
                   "traceback": traceback.format_exc()[-8000:], "wall_s": time.perf_counter() - start}
         atomic_write_json(folder_path / "error.json", record)
         return {"status": "failed", **record}
