@@ -18,9 +18,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_dir', 'tree_size', 'tree_sum', 'tree_vdot',
-           'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'check_same_structure',
-           'check_positive', 'assert_trees_allclose', 'did_you_mean', 'check_choice', 'named_keys',
-           'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task', 'TaskSequence']
+           'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'row_chunks',
+           'check_same_structure', 'check_positive', 'assert_trees_allclose', 'did_you_mean', 'check_choice',
+           'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task', 'TaskSequence']
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
@@ -116,6 +116,16 @@ def tree_stack(trees: Sequence[Any]) -> Any:
 def tree_index(tree, index) -> Any:
     "Take `index` along the leading axis of every leaf (inverse of `tree_stack`)."
     return jax.tree.map(lambda leaf: leaf[index], tree)
+
+# %% ../nbs/00_core.ipynb #19bfcbd5
+def row_chunks(xs: jax.Array, chunk_size: int) -> tuple[jax.Array, jax.Array]:
+    "`xs` (n, ...) as whole chunks (n_chunks, chunk, ...) padded with zeros, and the mask (n_chunks, chunk) of real rows."
+    n = xs.shape[0]
+    chunk = min(chunk_size, n)
+    pad = -n % chunk
+    padded = jnp.concatenate([xs, jnp.zeros((pad, *xs.shape[1:]), xs.dtype)])
+    mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
+    return padded.reshape(-1, chunk, *xs.shape[1:]), mask.reshape(-1, chunk)
 
 # %% ../nbs/00_core.ipynb #51a9a5d1
 def _describe(tree) -> dict[str, tuple]:

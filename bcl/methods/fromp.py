@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from ..core import row_chunks
 from ..models import Model
 
 # %% auto #0
@@ -66,11 +67,6 @@ def _hessian_factors(logits: jax.Array) -> jax.Array:
 def ggn_diagonal(model: Model, params, xs: jax.Array, chunk_size: int = 64):
     """Σ_i diag(J_iᵀ Λ_i J_i) over the rows of `xs`, a pytree like `params` (the official `update_fisher`, summed
     over the data, not averaged); `chunk_size` examples at a time."""
-    n = xs.shape[0]
-    chunk = min(chunk_size, n)
-    pad = -n % chunk
-    xs_padded = jnp.concatenate([xs, jnp.zeros((pad, *xs.shape[1:]), xs.dtype)])
-    mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
     flat, unravel = ravel_pytree(params)
 
     def one(x):  # Σ_c (Jᵀ v_c)², one class at a time
@@ -83,8 +79,7 @@ def ggn_diagonal(model: Model, params, xs: jax.Array, chunk_size: int = 64):
         x_chunk, m_chunk = inputs
         return total + m_chunk @ jax.vmap(one)(x_chunk), None
 
-    inputs = (xs_padded.reshape(-1, chunk, *xs.shape[1:]), mask.reshape(-1, chunk))
-    return unravel(jax.lax.scan(step, jnp.zeros_like(flat), inputs)[0])
+    return unravel(jax.lax.scan(step, jnp.zeros_like(flat), row_chunks(xs, chunk_size))[0])
 
 def posterior_variance(ggn, prior_precision: float):
     "Σ = 1/(GGN + δ) leaf by leaf (the official opt_fromp.py:117), with `ggn` the sum over all tasks so far."

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..core import Split, TaskSequence, check_positive
+from ..core import Split, TaskSequence, check_positive, row_chunks
 from ..models import Model
 from ..paper import EWC_LAMBDAS, SI_XIS
 from ..engine.train import (Batch, Method, MethodState, Training, class_logits, coreset_add, coreset_draw, coreset_init,
@@ -89,10 +89,6 @@ def joint(model: Model, likelihood: str, *, batch_size: int, epochs: int, precis
 def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher_batch: int = 64):
     "Diagonal expected Fisher averaged over the rows of `xs`: mean_i Σ_c p_c(x_i) (∇θ log p_c(x_i))²."
     n = xs.shape[0]
-    chunk = min(fisher_batch, n)
-    pad = -n % chunk
-    xs_padded = jnp.concatenate([xs, jnp.zeros((pad, *xs.shape[1:]), xs.dtype)])
-    mask = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)])
     flat_params, unravel = ravel_pytree(params)
 
     def one(x):  # Σ_c p_c (∂ log p_c / ∂θ)², over the flat parameter vector, one class at a time
@@ -108,8 +104,7 @@ def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher
         x_chunk, m_chunk = inputs
         return total + m_chunk @ jax.vmap(one)(x_chunk), None
 
-    inputs = (xs_padded.reshape(-1, chunk, *xs.shape[1:]), mask.reshape(-1, chunk))
-    total, _ = jax.lax.scan(step, jnp.zeros_like(flat_params), inputs)
+    total, _ = jax.lax.scan(step, jnp.zeros_like(flat_params), row_chunks(xs, fisher_batch))
     return unravel(total / n)
 
 class QuadraticMemory(NamedTuple):
