@@ -23,7 +23,7 @@ FLAGS = os.environ.get("BCL_TEST_FLAGS", "").replace(",", " ").split()
 pytestmark = pytest.mark.skipif("slow" not in FLAGS, reason="slow: set BCL_TEST_FLAGS=slow (make test-all)")
 CONTINUAL = ("cisplit2diris", "disinusoid", "cisplitmnist", "displitmnist", "cisplitmnist5k", "displitmnist5k",
              "cisplitfashionmnist", "displitfashionmnist", "cisplitcifar10", "displitcifar8", "cisplitham8",
-             "displitham6")
+             "displitham6", "dipermutedmnist5k")
 FEATURES = {"cisplitmnist_fe": 64, "displitmnist_fe": 64, "cisplitcifar10_fe": 512, "displitcifar8_fe": 512,
             "cisplitham8_fe": 512, "displitham6_fe": 512}
 POINTS = 12  # per split and task after shrinking
