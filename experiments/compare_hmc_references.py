@@ -42,12 +42,11 @@ def stored_tasks(folder: Path) -> list:
 
 
 def per_chain_grids(result, model, grid_xs, likelihood: str) -> np.ndarray:
-    "Each chain's final-state predictive on the grid: (C, n, K)."
+    "Each chain's final-state predictive on the grid: (C, n, K), in one vmapped program."
     import jax
-    from bcl.methods.hmc import hmc_predict
-    n_chains = jax.tree.leaves(result.samples)[0].shape[0]
-    return np.stack([np.asarray(hmc_predict(jax.tree.map(lambda a: a[c:c + 1], result.samples), model, grid_xs,
-                                            likelihood)) for c in range(n_chains)])
+    from bcl.methods.hmc import predictive_draws
+    return np.asarray(predictive_draws(jax.tree.map(lambda a: a[:, None], result.samples), model, grid_xs,
+                                       likelihood))[:, 0]
 
 
 def mean_tv(reference: np.ndarray, probs: np.ndarray) -> float:
@@ -75,8 +74,10 @@ def committed_tv(table: dict, names: dict[str, str], n_tasks: int) -> dict[str, 
 
 
 def compare(folder: Path, committed: dict | None, n_boot: int, seed: int = 0) -> dict:
+    import jax
     from bcl.data.sequences import load_sequence
     from bcl.figure.report import read_numbers
+    from bcl.methods.hmc import hmc_predict
     from bcl.figure.visualisation import plot_grid
     from bcl.models import make_model
     from bcl.paper import method_info
@@ -92,14 +93,12 @@ def compare(folder: Path, committed: dict | None, n_boot: int, seed: int = 0) ->
     old = committed_tv(committed, display, numbers["n_tasks"]) if committed else {}
     rng = np.random.default_rng(seed)
     tasks = []
-    from bcl.methods.hmc import hmc_predict
     for t, result in enumerate(stored_tasks(folder)):
         chains = per_chain_grids(result, model, grid_xs, sequence.likelihood)
         final = chains.mean(0)
         if not np.allclose(final, grids["hmc"][t], atol=1e-5):
             raise SystemExit(f"task {t + 1}: the stored chains do not give the run's own HMC predictive; is "
                              f"{folder / 'hmc_tasks'} from another run?")
-        import jax
         draws = np.asarray(hmc_predict(jax.tree.map(lambda a: a.reshape(-1, *a.shape[2:]), result.trace.position),
                                        model, grid_xs, sequence.likelihood))
         tv = {"final": {n: mean_tv(final, grids[n][t]) for n in names},

@@ -137,9 +137,9 @@ def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: 
 
 
 def protocol_rows(table: list[dict], cells: dict, protocol) -> list[dict]:
-    """`table`'s rows judged by the protocol's rule: bcl's cell (`judge` of its seeds), the authors' seeds judged the same
-    way, whether their mean lies in our interval, and whether their own interval leaves out the paper's number."""
-    from bcl.table.verdict import judge
+    """`table`'s rows judged as the ledger judges an `authors-code` explanation (`bcl.table.verdict.AuthorsCode`): bcl's
+    cell by the protocol's rule, and whether the authors' seeds bear on it; their own interval is shown beside."""
+    from bcl.table.verdict import AuthorsCode, CellFacts, judge
     out = []
     for row in table:
         cell = cells.get(f"{row['column']}/{row['method']}") or {}
@@ -151,17 +151,12 @@ def protocol_rows(table: list[dict], cells: dict, protocol) -> list[dict]:
         ours = judge(row["bcl_mean"], row["bcl_sd"], row["bcl_n"], row["paper"], protocol.rule, substitute)
         their = judge(float(theirs.mean()), float(theirs.std(ddof=1)) if len(theirs) > 1 else 0.0, len(theirs),
                       row["paper"], protocol.rule, substitute)
-        inside = abs(their.mean - ours.mean) <= ours.half_width + ours.margin
         outside = [s for s, x in zip(row["authors_seeds"], theirs) if abs(x - ours.mean) > ours.half_width + ours.margin]
-        if row["verdict"].startswith("not comparable"):
-            verdict = row["verdict"]
-        elif len(theirs) < 3:
-            verdict = f"{len(theirs)} seed(s) of theirs: too few to judge (the protocol asks for 3)"
-        elif not inside:
-            verdict = "the code's: their mean lies outside our interval"
-        else:
-            verdict = "the data's: their mean lies in our interval" + (
-                "; the paper's number lies in their interval too" if their.outcome != "differs" else "")
+        refusal = AuthorsCode(tuple(theirs), row["regime"]).refusal(CellFacts(ours, row["regime"], protocol.rule,
+                                                                              substitute))
+        verdict = (row["verdict"] if row["verdict"].startswith("not comparable") else
+                   "the data's: their code lands in our interval and differs from the paper too" if refusal is None
+                   else f"not shown: {refusal}")
         out.append(row | {"margin": ours.half_width + ours.margin, "bcl_interval": [ours.low, ours.high],
                           "bcl_outcome": str(ours.outcome), "authors_sd": their.sd,
                           "authors_interval": [their.low, their.high], "authors_outcome": str(their.outcome),
@@ -195,7 +190,8 @@ def protocol_markdown(table: list[dict], runs_path: str) -> str:
              "minibatches, every term divided by 15 × 10). Only the minibatches' order differs. Intervals are the "
              "protocol's (`experiments/protocol.md`): a 95 % prediction interval of one more run from the seeds, "
              "widened by the 3-point margin for the substitute data. A gap is the data's when the authors' mean lies "
-             "in bcl's interval.", "",
+             "in bcl's interval and their own interval leaves out the paper's number, the ledger's rule for an "
+             "`authors-code` explanation; at least 3 seeds of theirs.", "",
              "| column | method | paper | bcl: mean ± sd (seeds), interval | the authors' code: per seed | authors: "
              "mean ± sd, interval | after the last task, task 1 / … / 5: bcl · authors (%) | gap |",
              "|---|---|---|---|---|---|---|---|"]

@@ -59,8 +59,14 @@ def test_the_primary_regime_keeps_its_own_runs_and_judges_by_the_protocol():
     assert judged["verdict"].startswith("the data's") and judged["authors_outcome"] == "differs"  # paper 44.20
     far = cells | {"ci-mnist-fcnn/l-gm-vcl": cell | {"mean": 20.0}}
     [row] = diagnose.rows(matched, far, regime="steps-matched")
-    assert diagnose.protocol_rows([row], far, load_protocol())[0]["verdict"].startswith("the code's")
+    assert "outside our interval" in diagnose.protocol_rows([row], far, load_protocol())[0]["verdict"]
     [row] = diagnose.rows(matched[:2], cells, regime="steps-matched")
-    assert "too few" in diagnose.protocol_rows([row], cells, load_protocol())[0]["verdict"]
+    assert "at least 3" in diagnose.protocol_rows([row], cells, load_protocol())[0]["verdict"]
+    # the diagnosis and the ledger apply one rule: a row is the data's exactly when AuthorsCode accepts it
+    from bcl.table.verdict import AuthorsCode, CellFacts, judge
+    protocol = load_protocol()
+    ours = judge(30.2, 1.0, 10, 44.20, protocol.rule, True)
+    assert AuthorsCode((30.0, 31.0, 29.5), "steps-matched").refusal(
+        CellFacts(ours, "steps-matched", protocol.rule, True)) is None
     [row] = diagnose.rows(plain, cells)  # the epochs rows are as before
     assert row["regime"] == "epochs" and row["authors_per_seed"] == [60.0] * 3

@@ -194,10 +194,10 @@ def before_cell_hooks() -> list:
 
 # %% ../../nbs/table/64_batch.ipynb #445eac42
 def failure_message(error: Exception) -> str:
-    "What a failed cell records: the error's text, with what to do when the cell's kernel was killed."
+    "What a failed notebook run records: the error's text, with what to do when its kernel was killed."
     message = str(error)
     if type(error).__name__ == "DeadKernelError":  # papermill's: the kernel process ended, most often killed for memory
-        message += (" (the cell's kernel was killed, most often for memory: a cell trains every seed and grid point "
+        message += (" (the kernel was killed, most often for memory: a table cell trains every seed and grid point "
                     "at once, so run it with fewer other jobs, on a machine with more memory, or on a GPU)")
     return message
 
@@ -277,7 +277,7 @@ def run_visualisation_task(param_files: list[str], folder: str) -> dict:
                             kernel_name=KERNEL, cwd=str(template.parent), progress_bar=False, log_output=False,
                             extra_arguments=KERNEL_ARGUMENTS)
     except Exception as error:
-        return {"status": "failed", "cell": name, "type": type(error).__name__, "message": str(error)[-4000:]}
+        return {"status": "failed", "cell": name, "type": type(error).__name__, "message": failure_message(error)[-4000:]}
     return {"status": "done", "cell": name, "wall_s": time.perf_counter() - start}
 
 # %% ../../nbs/table/64_batch.ipynb #78207258
