@@ -5,18 +5,20 @@
 # %% ../nbs/45_factory.ipynb #7af071e1
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any, NamedTuple
 
 from .core import did_you_mean
 from .core import TaskSequence, check_positive
 from .engine.train import Method, output_units
-from .paper import (METHOD_INFO, USER_METHODS, SequenceSetup, map_settings, method_name, sequence_setup,
-                       svi_settings)
+from .paper import (EXTRA_METHODS, METHOD_INFO, USER_METHODS, SequenceSetup, map_settings, method_name,
+                       sequence_setup, svi_settings)
 
 # %% auto #0
 __all__ = ['COMMON_SETTINGS', 'MAP_EXTRA_SETTINGS', 'REGISTERED_SETTINGS', 'POSITIVE_INTS', 'POSITIVE_FLOATS', 'CHOICES',
-           'SHORT_NAMES', 'settings_of', 'check_overrides', 'method_settings', 'Built', 'make_method', 'paper_network',
-           'build']
+           'SHORT_NAMES', 'extra_module', 'settings_of', 'check_overrides', 'method_settings', 'Built', 'make_method',
+           'paper_network', 'build']
 
 # %% ../nbs/45_factory.ipynb #930b91d1
 COMMON_SETTINGS = ("learning_rate", "batch_size", "epochs", "precision")
@@ -24,12 +26,18 @@ MAP_EXTRA_SETTINGS = {"ewc": ("lambdas",), "si": ("lambdas", "xis", "importance_
                       "er": ("er_batch", "coreset_size")}  # the MAP methods differ only by name
 REGISTERED_SETTINGS = tuple(map_settings("2d"))  # what a registered method's build receives
 
+def extra_module(name: str) -> ModuleType:
+    "The module that derives method `name` beyond the paper (`bcl.paper.EXTRA_METHODS`): its `build` and `SETTINGS`."
+    return importlib.import_module(EXTRA_METHODS[method_name(name)].module)
+
 def settings_of(name: str) -> tuple[str, ...]:
     "The settings method `name` takes (any letter case): what `build`'s overrides may change."
     name = method_name(name)
     if name == "hmc":
         raise ValueError("hmc (joint HMC-NUTS) samples the joint posterior instead of training task by task; run it "
                          "with bcl.methods.hmc.run_hmc_sequence, or choose a continual-learning method such as 'l-g-sfsvi'.")
+    if name in EXTRA_METHODS:
+        return tuple(dict.fromkeys(COMMON_SETTINGS + tuple(extra_module(name).SETTINGS)))
     if name in USER_METHODS:
         return REGISTERED_SETTINGS
     info = METHOD_INFO[name]
@@ -47,8 +55,8 @@ def settings_of(name: str) -> tuple[str, ...]:
 
 # %% ../nbs/45_factory.ipynb #2de41927
 POSITIVE_INTS = ("batch_size", "epochs", "er_batch", "coreset_size", "coreset_batch", "n_inducing", "sample_size",
-                 "predict_sample_size", "n_components", "chunk_size")
-POSITIVE_FLOATS = ("learning_rate", "precision", "temperature", "rho_std", "logit_std")
+                 "predict_sample_size", "n_components", "chunk_size", "n_points")
+POSITIVE_FLOATS = ("learning_rate", "precision", "temperature", "rho_std", "logit_std", "tau", "jitter")
 CHOICES = {"kl_weighting": ("code", "paper"), "importance_sign": (1, -1)}
 SHORT_NAMES = {"lr": "learning_rate", "batch": "batch_size", "bs": "batch_size", "components": "n_components",
                "k": "n_components", "lambda": "lambdas", "lam": "lambdas", "xi": "xis"}  # what users type for them
@@ -87,6 +95,9 @@ def method_settings(name: str, setup: SequenceSetup, *, component_noise: str | N
             settings |= {"inducing_low": setup.inducing_low, "inducing_high": setup.inducing_high}
         if info.family == "mixture" and component_noise is not None:
             settings["component_noise"] = component_noise
+    elif name in EXTRA_METHODS:
+        common = map_settings(setup.setup)
+        settings = {key: common[key] for key in COMMON_SETTINGS} | extra_module(name).SETTINGS
     else:
         settings = map_settings(setup.setup)
     return settings | overrides
@@ -104,6 +115,8 @@ def make_method(name: str, model, likelihood: str, settings: dict) -> tuple[Meth
     from bcl.methods.map import map_suite
     from bcl.vi.svi import svi_method
     name = method_name(name)
+    if name in EXTRA_METHODS:
+        return extra_module(name).build(model, likelihood, dict(settings))
     if name in USER_METHODS:  # a registered method builds itself
         built = USER_METHODS[name].build(model, likelihood, dict(settings))
         if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], dict)):
@@ -125,7 +138,7 @@ def paper_network(setup: SequenceSetup, sequence: TaskSequence, conv_impl: str |
 
 def build(name: str, sequence: TaskSequence, setup: SequenceSetup | None = None, *, conv_impl: str | None = None,
           component_noise: str | None = None, data_scale: float = 1.0, **overrides) -> Built:
-    """Method `name` (the paper's or registered, any letter case) for `sequence` with the paper's settings of `setup`
+    """Method `name` (the paper's, one beyond it or a registered one, any letter case) for `sequence` with the paper's settings of `setup`
     (default: the sequence's, `bcl.paper.sequence_setup`) and its network (`conv_impl`: the setup's unless given),
     any setting of `settings_of(name)` changed by keyword."""
     name = method_name(name)

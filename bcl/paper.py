@@ -10,12 +10,12 @@ from typing import Callable, NamedTuple, Sequence
 
 # %% auto #0
 __all__ = ['METHODS', 'METHOD_INFO', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS',
-           'USER_METHODS', 'SETUPS', 'USER_SETUPS', 'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE', 'N_COMPONENTS',
-           'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP', 'SEQUENCE_SETUPS',
-           'FAA_COLUMNS', 'FAA_COLUMN_KEYS', 'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo', 'UserMethod',
-           'method_name', 'method_info', 'method_names', 'register_method', 'method_label', 'Setup', 'setup',
-           'map_settings', 'svi_settings', 'check_setup', 'register_setup', 'SequenceSetup', 'sequence_setup', 'Column',
-           'faa_column']
+           'EXTRA_METHODS', 'USER_METHODS', 'SETUPS', 'USER_SETUPS', 'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE',
+           'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP',
+           'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS', 'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo',
+           'ExtraMethod', 'UserMethod', 'method_name', 'method_info', 'method_names', 'register_method', 'method_label',
+           'Setup', 'setup', 'map_settings', 'svi_settings', 'check_setup', 'register_setup', 'SequenceSetup',
+           'sequence_setup', 'Column', 'faa_column']
 
 # %% ../nbs/01_paper.ipynb #4c8eb6e9
 class MethodInfo(NamedTuple):
@@ -53,6 +53,17 @@ def _squash(name: str) -> str:
 
 _BY_SQUASHED = {_squash(n): n for n in METHOD_NAMES} | _ALIASES
 
+class ExtraMethod(NamedTuple):
+    """A method bcl ships beyond the paper: canonical `name`, `label`, and the `module` that derives it; the method
+    factory (`bcl.factory`) builds it with the module's `build(model, likelihood, settings)` and `SETTINGS` (the
+    method's own settings and their defaults)."""
+    name: str
+    label: str
+    module: str
+
+EXTRA_METHODS = {m.name: m for m in (ExtraMethod("fromp", "FROMP", "bcl.methods.fromp"),)}
+_EXTRA_BY_SQUASHED = {_squash(n): n for n in EXTRA_METHODS}
+
 class UserMethod(NamedTuple):
     "A registered method: canonical `name`, `label`, and `build(model, likelihood, settings) -> (Method, hyper grid)`."
     name: str
@@ -63,16 +74,18 @@ USER_METHODS: dict[str, UserMethod] = {}  # canonical name -> UserMethod; filled
 _USER_BY_SQUASHED: dict[str, str] = {}
 
 def _valid_names() -> str:
-    return ", ".join(METHOD_NAMES + tuple(USER_METHODS))
+    return ", ".join(METHOD_NAMES + tuple(EXTRA_METHODS) + tuple(USER_METHODS))
 
 def method_name(name: str) -> str:
-    "The canonical name of method `name`, the paper's or a registered one (any letter case; spaces, '-' and '_' ignored)."
+    """The canonical name of method `name`: the paper's, one beyond the paper (`EXTRA_METHODS`) or a registered one
+    (any letter case; spaces, '-' and '_' ignored)."""
     if not isinstance(name, str):
         raise ValueError(f"A method name must be a string, got {name!r}. Valid names: {_valid_names()}.")
-    canonical = _BY_SQUASHED.get(_squash(name)) or _USER_BY_SQUASHED.get(_squash(name))
+    key = _squash(name)
+    canonical = _BY_SQUASHED.get(key) or _EXTRA_BY_SQUASHED.get(key) or _USER_BY_SQUASHED.get(key)
     if canonical is None:
         from bcl.core import did_you_mean
-        raise ValueError(f"Unknown method {name!r}.{did_you_mean(name, METHOD_NAMES + tuple(USER_METHODS))} Valid "
+        raise ValueError(f"Unknown method {name!r}.{did_you_mean(name, METHOD_NAMES + tuple(EXTRA_METHODS) + tuple(USER_METHODS))} Valid "
                          f"names (any letter case): {_valid_names()}; add your own with bcl.paper.register_method.")
     return canonical
 
@@ -80,7 +93,8 @@ def method_info(name: str) -> MethodInfo:
     "The paper's `MethodInfo` of method `name` (any spelling `method_name` accepts); `ValueError` for a registered one."
     canonical = method_name(name)
     if canonical not in METHOD_INFO:
-        raise ValueError(f"{name!r} is a registered method, not one of the paper's; its parts are its own build function's.")
+        kind = "one of bcl's methods beyond the paper" if canonical in EXTRA_METHODS else "a registered method"
+        raise ValueError(f"{name!r} is {kind}, not one of the paper's; its parts are its own build function's.")
     return METHOD_INFO[canonical]
 
 def method_names(names: Sequence[str]) -> list[str]:
@@ -106,6 +120,8 @@ def register_method(name: str, label: str, build: Callable, *, replace: bool = F
     key = _squash(name)
     if key in _BY_SQUASHED:
         raise ValueError(f"{name!r} names the paper's method {_BY_SQUASHED[key]!r}; choose another name.")
+    if key in _EXTRA_BY_SQUASHED:
+        raise ValueError(f"{name!r} names bcl's method {_EXTRA_BY_SQUASHED[key]!r} (beyond the paper); choose another name.")
     if key in _USER_BY_SQUASHED and not replace:
         raise ValueError(f"Method {_USER_BY_SQUASHED[key]!r} is already registered; pass replace=True to replace it.")
     USER_METHODS.pop(_USER_BY_SQUASHED.pop(key, ""), None)
@@ -114,9 +130,11 @@ def register_method(name: str, label: str, build: Callable, *, replace: bool = F
     return USER_METHODS[name.lower()]
 
 def method_label(name: str) -> str:
-    "The label of method `name` (any letter case): the paper's spelling, or the registered label."
+    "The label of method `name` (any letter case): the paper's spelling, bcl's (`EXTRA_METHODS`), or the registered label."
     name = method_name(name)
-    return METHOD_LABELS[name] if name in METHOD_LABELS else USER_METHODS[name].label
+    if name in METHOD_LABELS:
+        return METHOD_LABELS[name]
+    return (EXTRA_METHODS.get(name) or USER_METHODS[name]).label
 
 # %% ../nbs/01_paper.ipynb #026d3b98
 class Setup(NamedTuple):

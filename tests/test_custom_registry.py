@@ -6,7 +6,7 @@ The batch test runs two cells of the example plugin (experiments/plugins/cancer_
 seed: two papermill kernels on one Dask worker, about a minute on a 2-core CPU. Another runs one cell on a separate
 Dask scheduler whose worker cannot import the plugin itself: the batch ships its source.
 
-A small data set of one's own (experiments/plugins/digits_example.py: 192 training points per task) runs all 13
+A small data set of one's own (experiments/plugins/digits_example.py: 192 training points per task) runs all 14
 methods with a setup of its own (a coreset of 64); the same column with the paper's `image` setup (a coreset of 256)
 fails its seven affected cells within seconds, before any cell starts, and `--dry-run` lists them.
 """
@@ -209,16 +209,16 @@ def digits_plugins(tmp_path) -> Path:
     return plugin_dir
 
 
-def test_a_small_data_column_with_its_own_setup_runs_all_13_methods(tmp_path):
-    from bcl.paper import TABLE_METHODS
+def test_a_small_data_column_with_its_own_setup_runs_all_14_methods(tmp_path):
+    from bcl.paper import EXTRA_METHODS, TABLE_METHODS
     plugin_dir = digits_plugins(tmp_path)
     out = tmp_path / "out"
     args = ["--plugins", "digits_example", "--profile", "offline", "--epochs", "1", "--seeds", "1", "--workers", "2",
             "--out", str(out), "--data-dir", str(tmp_path / "data"), "--cells", "ci-digits-fcnn/*"]
     done = batch(args, tmp_path, plugin_dir, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "13 cells: 0 done, 13 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
-    for method in TABLE_METHODS:
+    assert "14 cells: 0 done, 14 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
+    for method in TABLE_METHODS + tuple(EXTRA_METHODS):  # the paper's 13 and FROMP
         numbers = json.loads((out / "offline" / "ci-digits-fcnn" / method / "numbers.json").read_text())
         assert numbers["method"] == method and numbers["paper"] is None
         assert len(numbers["n_train"]) == 5 and 150 <= min(numbers["n_train"]) <= max(numbers["n_train"]) <= 250
@@ -245,7 +245,7 @@ def test_the_paper_setup_on_small_data_fails_before_training(tmp_path):
         assert not (out / "offline" / "ci-digits-image" / method / "numbers.json").exists()
     listed = batch(common + ["--cells", "ci-digits-image/*", "--dry-run"], tmp_path, plugin_dir)
     assert listed.returncode == 1, listed.stdout[-3000:] + listed.stderr[-3000:]
-    assert "13 cells: 0 done, 6 to run, 0 data not present, 7 cannot run" in listed.stdout, listed.stdout
+    assert "14 cells: 0 done, 7 to run, 0 data not present, 7 cannot run" in listed.stdout, listed.stdout
     lines = listed.stdout.splitlines()
     for method in AFFECTED:
         row = next(i for i, line in enumerate(lines) if f"ci-digits-image/{method} " in line)

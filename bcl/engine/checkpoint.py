@@ -72,7 +72,9 @@ def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: 
                          "task_keys": task_keys,
                          # a matched run (data_scale != 1) never resumes another; others keep their fingerprint
                          **({"data_scale": float(method.training.data_scale)}
-                            if method.training.data_scale != 1.0 else {})},
+                            if method.training.data_scale != 1.0 else {}),
+                         **({"optimiser": getattr(method.training.optimiser, "__name__", repr(method.training.optimiser))}
+                            if method.training.optimiser is not None else {})},
             "code": code_version()}
 
 def _short(value) -> str:

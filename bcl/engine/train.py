@@ -17,9 +17,9 @@ from ..models import Model
 
 # %% auto #0
 __all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule',
-           'onecycle_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Training', 'Method', 'task_split',
-           'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw', 'epoch_plan',
-           'task_update', 'make_task_program', 'vmap_program', 'make_task_and_end_program']
+           'onecycle_adam', 'constant_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Training', 'Method',
+           'task_split', 'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw',
+           'epoch_plan', 'task_update', 'make_task_program', 'vmap_program', 'make_task_and_end_program']
 
 # %% ../../nbs/engine/20_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -86,6 +86,10 @@ def onecycle_adam(learning_rate, n_steps) -> optax.GradientTransformation:
         return optax.adam(optax.cosine_onecycle_schedule(transition_steps=n_steps, peak_value=learning_rate))
     return optax.adam(onecycle_schedule(learning_rate, n_steps))
 
+def constant_adam(learning_rate, n_steps) -> optax.GradientTransformation:
+    "Adam at the constant `learning_rate` (`n_steps` unused), as official codes outside the paper train (FROMP's)."
+    return optax.adam(learning_rate)
+
 # %% ../../nbs/engine/20_train.ipynb #1e8ef899
 class Batch(NamedTuple):
     "A minibatch: inputs, integer labels and a 0/1 mask (0 for padding rows)."
@@ -135,6 +139,7 @@ class Training(NamedTuple):
     pad_tasks: bool = False  # one compiled program for tasks of different sizes (see make_task_program)
     draws_per_step: int = 1  # parameter draws per loss or predict call (S of sampling methods); sets the compile level
     data_scale: float = 1.0  # prior terms weighted as if each task had data_scale times its points (`TaskInfo`)
+    optimiser: Callable | None = None  # (learning_rate, n_steps) -> optax transformation; None: `onecycle_adam`
 
 class Method(NamedTuple):
     "A continual-learning method as pure functions, and the `Training` the engine gives it; see the contract above."
@@ -241,7 +246,7 @@ def make_task_program(method: Method, n_rows: int, *, padded: bool = False,
         else:
             n, nb = n_rows, slots
         task = TaskInfo(index, n, nb, method.training.data_scale)
-        optimiser = onecycle_adam(hyper["learning_rate"], epochs * nb)
+        optimiser = (method.training.optimiser or onecycle_adam)(hyper["learning_rate"], epochs * nb)
         flat_params, unravel = ravel_pytree(state.params)
         update = task_update(method, hyper, task, optimiser, unravel)
 

@@ -5,19 +5,22 @@
 # %% ../../nbs/methods/44_fromp.ipynb #d953e1b8
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..core import row_chunks
+from ..core import check_positive, row_chunks
+from ..engine.train import Method, MethodState, Training, nll_sum
+from .map import map_predict
 from ..models import Model
 
 # %% auto #0
-__all__ = ['output_probabilities', 'memorable_scores', 'select_memorable', 'ggn_diagonal', 'posterior_variance',
-           'output_jacobian', 'fromp_kernel', 'FrompMemory', 'fromp_memory_init', 'fromp_memory', 'fromp_penalty']
+__all__ = ['SETTINGS', 'output_probabilities', 'memorable_scores', 'select_memorable', 'ggn_diagonal', 'posterior_variance',
+           'output_jacobian', 'fromp_kernel', 'FrompMemory', 'fromp_memory_init', 'fromp_memory', 'fromp_penalty',
+           'memorable_rows', 'FrompState', 'fromp', 'build']
 
 # %% ../../nbs/methods/44_fromp.ipynb #68506b57
 def output_probabilities(logits: jax.Array) -> jax.Array:
@@ -117,31 +120,114 @@ class FrompMemory(NamedTuple):
     targets: jax.Array  # (T, M, C): m_old, the outputs at the latest solution
     chol: jax.Array  # (T, C, M, M): lower Cholesky factors of K_c + εI (identity in empty slots)
     count: jax.Array  # (): tasks stored
+    weights: jax.Array  # (T, M): 1 for a memorable point, 0 for a slot left empty (a class with too few points)
 
 def fromp_memory_init(n_tasks: int, n_points: int, input_shape: Sequence[int], n_outputs: int) -> FrompMemory:
     "An empty memory for `n_tasks` tasks of `n_points` points (`n_outputs` = the logits, 1 for a sigmoid)."
     eye = jnp.broadcast_to(jnp.eye(n_points), (n_tasks, n_outputs, n_points, n_points))
     return FrompMemory(jnp.zeros((n_tasks, n_points, *input_shape)), jnp.zeros((n_tasks, n_points, n_outputs)), eye,
-                       jnp.zeros((), jnp.int32))
+                       jnp.zeros((), jnp.int32), jnp.zeros((n_tasks, n_points)))
 
-def fromp_memory(model: Model, params, xs: jax.Array, count, variance, jitter: float = 1e-5) -> FrompMemory:
+def fromp_memory(model: Model, params, xs: jax.Array, count, variance, jitter: float = 1e-5,
+                 weights: jax.Array | None = None) -> FrompMemory:
     """Targets and kernel factors of the first `count` task slots of `xs` (T, M, ...) at `params`, with Σ =
-    diag(`variance`) (the official `init_task`, whose default jitter is 1e-5)."""
+    diag(`variance`) (the official `init_task`, whose default jitter is 1e-5); points of `weights` (T, M) 0 are left
+    out (their rows and columns of K become the identity's), all points count when `weights` is None."""
     n_tasks, n_points = xs.shape[:2]
-    def one(task_xs):
-        kernel = fromp_kernel(model, params, task_xs, variance)
-        chol = jnp.linalg.cholesky(kernel + jitter * jnp.eye(n_points, dtype=kernel.dtype))
-        return jax.lax.stop_gradient(output_probabilities(model.apply(params, task_xs))), chol
-    targets, chol = jax.lax.map(one, xs)
+    weights = jnp.ones((n_tasks, n_points)) if weights is None else jnp.asarray(weights, jnp.float32)
+    eye = jnp.eye(n_points)
+    def one(inputs):
+        task_xs, w = inputs
+        kernel = fromp_kernel(model, params, task_xs, variance) * jnp.outer(w, w) + jnp.diag(1 - w)
+        chol = jnp.linalg.cholesky(kernel + jitter * eye.astype(kernel.dtype))
+        return jax.lax.stop_gradient(output_probabilities(model.apply(params, task_xs))) * w[:, None], chol
+    targets, chol = jax.lax.map(one, (xs, weights))
     stored = jnp.arange(n_tasks) < count
-    chol = jnp.where(stored[:, None, None, None], chol, jnp.eye(n_points, dtype=chol.dtype))
-    return FrompMemory(xs, jnp.where(stored[:, None, None], targets, 0.0), chol, jnp.asarray(count, jnp.int32))
+    chol = jnp.where(stored[:, None, None, None], chol, eye.astype(chol.dtype))
+    return FrompMemory(xs, jnp.where(stored[:, None, None], targets, 0.0), chol, jnp.asarray(count, jnp.int32),
+                       jnp.where(stored[:, None], weights, 0.0))
 
 def fromp_penalty(model: Model, params, memory: FrompMemory, tau) -> jax.Array:
-    "R(θ) = τ/2 Σ_{stored s} Σ_c δ_{s,c}ᵀ K_{s,c}⁻¹ δ_{s,c}, δ = m(θ) − m_old at the memorable points."
+    "R(θ) = τ/2 Σ_{stored s} Σ_c δ_{s,c}ᵀ K_{s,c}⁻¹ δ_{s,c}, δ = m(θ) − m_old at the memorable points (weight 1)."
     n_tasks, n_points = memory.xs.shape[:2]
     outputs = output_probabilities(model.apply(params, memory.xs.reshape(n_tasks * n_points, *memory.xs.shape[2:])))
-    delta = jnp.swapaxes(outputs.reshape(memory.targets.shape) - memory.targets, 1, 2)  # (T, C, M)
+    delta = (outputs.reshape(memory.targets.shape) - memory.targets) * memory.weights[..., None]
+    delta = jnp.swapaxes(delta, 1, 2)  # (T, C, M)
     solve = jax.vmap(jax.vmap(lambda chol, d: jax.scipy.linalg.cho_solve((chol, True), d)))
     quadratic = jnp.sum(delta * solve(memory.chol, delta), axis=(1, 2))  # (T,)
     return 0.5 * tau * jnp.sum(jnp.where(jnp.arange(n_tasks) < memory.count, quadratic, 0.0))
+
+# %% ../../nbs/methods/44_fromp.ipynb #04938529
+def memorable_rows(model: Model, params, xs: jax.Array, ys: jax.Array, n_classes: int, n_points: int,
+                   mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    """`select_memorable`'s choice when a task's classes are known only at run time (inside a program compiled once
+    for all tasks): ⌊n_points/C_t⌋ rows of each of the C_t classes (of `n_classes`) among the rows of `mask` 1 (all
+    when None), largest scores first. Returns `(rows, weights)`, both (n_points,): weight 0 marks a slot left empty,
+    the n_points − C_t⌊n_points/C_t⌋ left over and those of a class with fewer rows than its share."""
+    n_rows = xs.shape[0]
+    mask = jnp.ones(n_rows) if mask is None else mask
+    scores = jnp.where(mask > 0, memorable_scores(model.apply(params, xs)), -jnp.inf)
+    members = (ys[None, :] == jnp.arange(n_classes)[:, None]) & (mask[None, :] > 0)  # (C, N)
+    present = jnp.any(members, axis=1)
+    share = n_points // jnp.maximum(jnp.sum(present), 1)
+    k = min(n_points, n_rows)
+    values, rows = jax.vmap(lambda m: jax.lax.top_k(jnp.where(m, scores, -jnp.inf), k))(members)  # (C, k)
+    valid = (jnp.arange(k)[None, :] < share) & jnp.isfinite(values)
+    rows, valid = rows.ravel(), valid.ravel()
+    if rows.size < n_points:  # fewer candidates than slots: pad with empty ones
+        rows = jnp.concatenate([rows, jnp.zeros(n_points - rows.size, rows.dtype)])
+        valid = jnp.concatenate([valid, jnp.zeros(n_points - valid.size, bool)])
+    order = jnp.argsort(~valid, stable=True)[:n_points]  # the chosen rows first, class by class
+    return rows[order].astype(jnp.int32), valid[order].astype(jnp.float32)
+
+# %% ../../nbs/methods/44_fromp.ipynb #b4b7f916
+class FrompState(NamedTuple):
+    "What FROMP carries between tasks: the memorable points' memory and the running GGN sum Σ_s g_s."
+    points: FrompMemory
+    ggn: Any  # a pytree like the parameters
+
+SETTINGS = dict(tau=10.0, n_points=40, jitter=1e-6, precision=1e-3)  # official Split MNIST: main_splitmnist.py:10-19
+
+def fromp(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: float = 10.0, n_points: int = 40,
+          jitter: float = 1e-6, precision: float = 1e-3, ggn_batch: int = 64) -> Method:
+    """FROMP as a `Method`: the summed NLL of a batch plus (N_t/n_batches)·`fromp_penalty` (τ per data point, as the
+    official code's); at the end of each task its `n_points` memorable points (`memorable_rows`), its GGN diagonal
+    added to the running sum, and every stored task's targets and kernels recomputed with Σ = 1/(GGN + `precision`).
+    MAP prediction. Defaults: the official Split MNIST settings (`SETTINGS`)."""
+    check_positive("batch_size", batch_size, integer=True)
+    check_positive("epochs", epochs, integer=True)
+    check_positive("n_points", n_points, integer=True)
+    for name, value in (("tau", tau), ("jitter", jitter), ("precision", precision)):
+        check_positive(name, value)
+    n_classes = 2 if likelihood == "sigmoid" else model.n_outputs
+
+    def init(key, sequence):
+        params = model.init(key)
+        points = fromp_memory_init(len(sequence), n_points, model.input_shape, model.n_outputs)
+        return MethodState(params, FrompState(points, jax.tree.map(jnp.zeros_like, params)))
+
+    def loss(params, memory, key, batch, hyper, task):
+        nll = nll_sum(model.apply(params, batch.xs), batch.ys, likelihood, batch.mask)
+        penalty = task.n_train / task.n_batches * fromp_penalty(model, params, memory.points, tau)
+        return nll + penalty, {"nll": nll, "penalty": penalty}
+
+    def end_task(key, state, split, hyper, task):
+        params, (points, ggn) = state
+        xs, ys = jnp.asarray(split.xs), jnp.asarray(split.ys)
+        rows, weights = memorable_rows(model, params, xs, ys, n_classes, n_points)
+        ggn = jax.tree.map(jnp.add, ggn, ggn_diagonal(model, params, xs, ggn_batch))
+        slot = points.count
+        points = fromp_memory(model, params, points.xs.at[slot].set(xs[rows].astype(points.xs.dtype)), slot + 1,
+                              posterior_variance(ggn, precision), jitter, points.weights.at[slot].set(weights))
+        return MethodState(params, FrompState(points, ggn))
+
+    settings = dict(batch_size=batch_size, epochs=epochs, tau=tau, n_points=n_points, jitter=jitter,
+                    precision=precision, ggn_batch=ggn_batch)
+    return Method("fromp", model, likelihood, init, loss, end_task, map_predict(model, likelihood),
+                  Training(batch_size, epochs), settings=settings)
+
+def build(model: Model, likelihood: str, settings: dict) -> tuple[Method, dict]:
+    "The method factory's entry (`bcl.factory`): FROMP from flat `settings` and its grid, the learning rate alone."
+    rest = dict(settings)
+    hyper = {"learning_rate": [rest.pop("learning_rate")]}
+    return fromp(model, likelihood, **rest), hyper

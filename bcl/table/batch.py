@@ -59,8 +59,8 @@ def _filter_hints(patterns: list[str], columns, methods) -> str:
 
 def select_cells(filters: list[str] | None, subset: str | None, target: str = "faa") -> list[tuple[str, str]]:
     """(column, method) pairs in the paper's order, kept by the shell patterns `filters` on 'column/method'; for the
-    target `custom`, the registered columns with the paper's methods and the registered ones."""
-    from bcl.paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS
+    target `custom`, the registered columns with the paper's methods, bcl's own (FROMP) and the registered ones."""
+    from bcl.paper import EXTRA_METHODS, FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS
     from bcl.table.plan import USER_COLUMNS
     columns, methods = FAA_COLUMN_KEYS, TABLE_METHODS
     if target == "custom":
@@ -69,7 +69,7 @@ def select_cells(filters: list[str] | None, subset: str | None, target: str = "f
                              "bcl.table.plan.register_column (see nbs/72_custom.ipynb).")
         if subset is not None:
             raise ValueError("--subset applies to Table faa only; choose custom cells with --cells.")
-        columns, methods = tuple(USER_COLUMNS), TABLE_METHODS + tuple(USER_METHODS)
+        columns, methods = tuple(USER_COLUMNS), TABLE_METHODS + tuple(EXTRA_METHODS) + tuple(USER_METHODS)
     cells = [(c, m) for c in columns for m in methods]
     if subset == "representative":
         cells = _representative(cells)
@@ -493,12 +493,12 @@ def _record_blocked(cell: Cell) -> dict:
 
 def list_names(target: str | None = None) -> str:
     "The columns and methods `--cells` accepts (the registered ones with `custom`), one per line with its label."
-    from bcl.paper import FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, method_label
+    from bcl.paper import EXTRA_METHODS, FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, method_label
     from bcl.table.plan import USER_COLUMNS, table_column
     columns = tuple(USER_COLUMNS) if target == "custom" else FAA_COLUMN_KEYS + tuple(USER_COLUMNS)
     lines = ["columns (--cells COLUMN/METHOD, any letter case):"]
     lines += [f"  {c:<20} {table_column(c).label}" for c in columns]
-    lines += ["methods:"] + [f"  {m:<20} {method_label(m)}" for m in TABLE_METHODS + tuple(USER_METHODS)]
+    lines += ["methods:"] + [f"  {m:<20} {method_label(m)}" for m in TABLE_METHODS + tuple(EXTRA_METHODS) + tuple(USER_METHODS)]
     return "\n".join(lines)
 
 def run_table(args) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple, Sequence
 
 from ..core import check_choice
-from ..paper import (FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, Column, MethodInfo, SequenceSetup,
+from ..paper import (EXTRA_METHODS, FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, Column, MethodInfo, SequenceSetup,
                        faa_column, method_name)
 
 # %% auto #0
@@ -176,7 +176,7 @@ def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: 
     from bcl.vi.mixture import COMPONENT_NOISE
     column = (column if isinstance(column, Column) else table_column(column)).key
     method, profile = method_name(method), check_profile(profile)
-    if method not in TABLE_METHODS and method not in USER_METHODS:
+    if method not in TABLE_METHODS and method not in EXTRA_METHODS and method not in USER_METHODS:
         raise ValueError(f"{method!r} is not a method of Table faa; choose one of {', '.join(TABLE_METHODS)} or a "
                          "registered one (bcl.paper.register_method).")
     if not isinstance(seeds, (list, tuple)) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
