@@ -185,6 +185,7 @@ def main(argv=None) -> int:
             print(f"{PROG}: skipped: the official side cannot import torch and its modules "
                   f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no message'})")
             return 0
+        provenance = fp.bcl_provenance()  # before the runs: the code they ran
         per_seed, npz = inputs(args.seeds, args.n_per_class)
         start = time.perf_counter()
         theirs_raw, info = run_official(args.fromp_python, folder, npz)
@@ -200,7 +201,7 @@ def main(argv=None) -> int:
     print_summary(row)
     meta = {"harness": "fromp_seeds", "settings": SETTINGS | {"n_per_class": args.n_per_class, "n_test": N_TEST},
             "official_commit": commit, "official_source": source, "official_files": hashes,
-            "official_env": info, "official_seconds": official_seconds, **fp.bcl_provenance()}
+            "official_env": info, "official_seconds": official_seconds, **provenance}
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "a") as f:

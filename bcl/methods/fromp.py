@@ -19,8 +19,8 @@ from ..models import Model
 
 # %% auto #0
 __all__ = ['SETTINGS', 'output_probabilities', 'memorable_scores', 'select_memorable', 'ggn_diagonal', 'posterior_variance',
-           'output_jacobian', 'fromp_kernel', 'FrompMemory', 'fromp_memory_init', 'fromp_memory', 'fromp_penalty',
-           'memorable_rows', 'FrompState', 'fromp', 'build']
+           'output_jacobian', 'fromp_kernel', 'FrompMemory', 'fromp_memory_init', 'stable_cholesky', 'fromp_memory',
+           'fromp_penalty', 'memorable_rows', 'FrompState', 'fromp', 'build']
 
 # %% ../../nbs/methods/44_fromp.ipynb #68506b57
 def output_probabilities(logits: jax.Array) -> jax.Array:
@@ -128,6 +128,14 @@ def fromp_memory_init(n_tasks: int, n_points: int, input_shape: Sequence[int], n
     return FrompMemory(jnp.zeros((n_tasks, n_points, *input_shape)), jnp.zeros((n_tasks, n_points, n_outputs)), eye,
                        jnp.zeros((), jnp.int32), jnp.zeros((n_tasks, n_points)))
 
+def stable_cholesky(matrix: jax.Array, jitter: float, tries: int = 9) -> jax.Array:
+    """Lower Cholesky factors of `matrix` + εI (a batch (..., M, M)) with the smallest ε = jitter·10^k, k < `tries`,
+    that gives a finite factor; k = 0, the official code's, whenever that factorises."""
+    eye = jnp.eye(matrix.shape[-1], dtype=matrix.dtype)
+    factors = jax.vmap(lambda e: jnp.linalg.cholesky(matrix + e * eye))(jitter * 10.0 ** jnp.arange(tries))
+    first = jnp.argmax(jnp.all(jnp.isfinite(factors), axis=(-2, -1)), axis=0)  # the first finite try of each matrix
+    return jnp.take_along_axis(factors, first[None, ..., None, None], axis=0)[0]
+
 def fromp_memory(model: Model, params, xs: jax.Array, count, variance, jitter: float = 1e-5,
                  weights: jax.Array | None = None) -> FrompMemory:
     """Targets and kernel factors of the first `count` task slots of `xs` (T, M, ...) at `params`, with Σ =
@@ -139,7 +147,7 @@ def fromp_memory(model: Model, params, xs: jax.Array, count, variance, jitter: f
     def one(inputs):
         task_xs, w = inputs
         kernel = fromp_kernel(model, params, task_xs, variance) * jnp.outer(w, w) + jnp.diag(1 - w)
-        chol = jnp.linalg.cholesky(kernel + jitter * eye.astype(kernel.dtype))
+        chol = stable_cholesky(kernel, jitter)
         return jax.lax.stop_gradient(output_probabilities(model.apply(params, task_xs))) * w[:, None], chol
     targets, chol = jax.lax.map(one, (xs, weights))
     stored = jnp.arange(n_tasks) < count
