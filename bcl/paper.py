@@ -20,7 +20,7 @@ __all__ = ['METHODS', 'METHOD_INFO', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS
 # %% ../nbs/01_paper.ipynb #4c8eb6e9
 class MethodInfo(NamedTuple):
     """A method of the paper: canonical `name`, the paper's `label`, and its parts. `kind` is "map", "variational" or
-    "hmc"; a variational method is named by its three parts (Section 3), here fields: `focus` ("prior" for P-,
+    "hmc"; a variational method is named by its three parts (Section V-B), here fields: `focus` ("prior" for P-,
     "likelihood" for L-), `family` ("gaussian" for G, "mixture" for GM) and `space` ("parameter" for VCL,
     "function" for SFSVI). Code reads these fields; it never parses a method's name."""
     name: str

@@ -56,17 +56,27 @@ def parameter_file(name: str) -> Path:
 
 # %% ../nbs/59_resources.ipynb #d0058c56
 def load_parameters(files: list[str]) -> dict:
-    "Merge the YAML parameter files (paths or shipped names) in order; later files override earlier ones."
+    """Merge the YAML parameter files (paths or shipped names) in order; later files override earlier ones. Each file
+    is checked before any kernel starts: a `ValueError` names the file and the line (bad YAML) or the parameter and
+    what it must be (`bcl.figure.visualisation.check_parameters`)."""
     import yaml
-    from bcl.figure.visualisation import check_parameter_names
+    from bcl.figure.visualisation import check_parameters
     parameters: dict = {}
     for name in files:
         path = parameter_file(name)
-        loaded = yaml.safe_load(path.read_text()) or {}
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise ValueError(f"{path} is not valid YAML{where}: {getattr(error, 'problem', None) or error}.") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"Parameter file {path} must hold a mapping of parameter names to values.")
+        try:
+            check_parameters(loaded, complete=False)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
         parameters |= loaded
-    check_parameter_names(parameters)
     return parameters
 
 def ensure_kernel() -> None:

@@ -173,3 +173,51 @@ def test_the_harness_agrees_with_the_official_code(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert len(out.read_text().splitlines()) == 12
+
+
+# ---------------------------------------------------------------- whole runs (parity/fromp_seeds.py)
+import fromp_seeds as fs  # noqa: E402
+
+
+def test_the_whole_run_tasks_are_the_official_toys_blobs():
+    tasks = fs.toy_sequence_arrays(3, n_per_class=400)
+    assert len(tasks) == 5
+    for t, task in enumerate(tasks):
+        assert task["xs"].shape == (800, 2) and task["xs"].dtype == np.float32 and task["test_xs"].shape == (1000, 2)
+        for c in (0, 1):  # class c of task t is blob t + 5c
+            mean = task["xs"][task["ys"] == c].mean(0)
+            assert np.abs(mean - np.asarray(fp.CENTRES[t + 5 * c])).max() < 0.05, (t, c, mean)
+        assert 0.3 < task["ys"][:100].mean() < 0.7  # shuffled, not sorted by class
+    again = fs.toy_sequence_arrays(3, n_per_class=400)
+    assert all(np.array_equal(a["xs"], b["xs"]) for a, b in zip(tasks, again))
+
+
+def test_the_whole_run_inputs_give_both_sides_the_same_arrays():
+    per_seed, npz = fs.inputs([0, 7], n_per_class=50)
+    meta = __import__("json").loads(str(npz["meta"]))
+    assert meta["seeds"] == [0, 7] and meta["tau"] == 1.0 and meta["eps"] == 1e-3
+    for s, seed in enumerate([0, 7]):
+        flat = np.concatenate([w.ravel() for w in per_seed[seed]["weights"]])
+        assert np.array_equal(npz[f"theta0/{s}"], flat) and flat.size == 2 * 20 + 20 + 20 * 20 + 20 + 20 * 2 + 2
+        assert np.array_equal(npz[f"xs4/{s}"], per_seed[seed]["tasks"][4]["xs"])
+    assert not np.array_equal(npz["theta0/0"], npz["theta0/1"])
+
+
+def test_welch_interval_of_known_samples():
+    a, b = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 4.0, 6.0])
+    w = fs.welch(a, b)
+    assert w["difference"] == pytest.approx(-1.5)
+    # se² = 1.6667/4 + 4/3, Welch–Satterthwaite dof 2.90; t(0.975, 2.90) ≈ 3.23
+    se = np.sqrt(5 / 12 + 4 / 3)
+    assert w["dof"] == pytest.approx((5 / 12 + 4 / 3) ** 2 / ((5 / 12) ** 2 / 3 + (4 / 3) ** 2 / 2), rel=1e-9)
+    from scipy import stats
+    half = stats.t.ppf(0.975, w["dof"]) * se
+    assert w["interval"] == pytest.approx([-1.5 - half, -1.5 + half])
+    assert w["interval"][0] < 0 < w["interval"][1]
+
+
+def test_whole_runs_skip_without_the_official_side(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "parity" / "fromp_seeds.py"), "--fromp-repo", str(tmp_path),
+                          "--fromp-python", sys.executable], capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("BCL_FROMP")})
+    assert run.returncode == 0 and "skipped" in run.stdout, run.stdout + run.stderr

@@ -12,8 +12,15 @@ import numpy as np
 
 from ..core import TaskSequence, atomic_write_bytes, atomic_write_json
 from .visualisation import AXIS_LABELS, grid_shape
-from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, METHOD_LABELS
+from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, method_label
 from ..serialise import json_ready
+
+def _label(name: str) -> str:
+    "A method's label in figures and tables: the paper's, bcl's (FROMP) or a registered one; the name if none."
+    try:
+        return method_label(name)
+    except ValueError:
+        return name
 
 # %% auto #0
 __all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'write_numbers', 'read_numbers', 'draw_visualisation',
@@ -92,7 +99,7 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
                              squeeze=False, sharex=True, sharey=True)
     binary = sequence.likelihood == "sigmoid"
     for j, name in enumerate(methods):
-        axes[0, j].set_title(METHOD_LABELS.get(name, name), fontsize=7)
+        axes[0, j].set_title(_label(name), fontsize=7)
         for t in range(T):
             ax = axes[t, j]
             ax.set_xlim(low1, high1)
@@ -196,11 +203,11 @@ def draw_distances(numbers: dict):
         space = getattr(METHOD_INFO.get(name), "space", None)  # function space (S-FSVI), parameter space (VCL), else MAP/HMC
         style = {"function": "-", "parameter": "--"}.get(space, ":")
         colour = next(colours)
-        left.plot(tasks, distance["tv"], style, marker="o", ms=3, color=colour, label=METHOD_LABELS.get(name, name))
+        left.plot(tasks, distance["tv"], style, marker="o", ms=3, color=colour, label=_label(name))
         left.set_xticks(tasks, [f"{t} †" if t in marked else str(t) for t in tasks])
         accuracy = entry["final_average_accuracy"]["mean"]
         right.scatter(distance["tv"][-1], accuracy, s=12, color=colour)
-        points.append((distance["tv"][-1], accuracy, METHOD_LABELS.get(name, name)))
+        points.append((distance["tv"][-1], accuracy, _label(name)))
     left.set_xlabel("after task")
     left.set_ylabel("mean TV distance to HMC-NUTS")
     bottom = 0.24 if marked else 0.14  # room for the legend, and the † note under it
@@ -225,7 +232,7 @@ def summary_rows(numbers: dict) -> list[dict]:
     last = "†" if numbers.get("n_tasks") in unconverged_tasks(numbers) else ""
     rows = []
     for name, entry in numbers["methods"].items():
-        row = {"method": METHOD_LABELS.get(name, name), "status": entry["status"]}
+        row = {"method": _label(name), "status": entry["status"]}
         if entry["status"] == "ok":
             acc = entry["final_average_accuracy"]
             row["final average accuracy (%)"] = f"{acc['mean']:.2f} ± {acc['std']:.2f}" if len(acc["per_seed"]) > 1 \
@@ -250,7 +257,7 @@ def distance_rows(numbers: dict) -> list[dict]:
         distance = entry.get("distance_to_hmc")
         if not distance:
             continue
-        row = {"method": METHOD_LABELS.get(name, name)}
+        row = {"method": _label(name)}
         row |= {f"TV t{t + 1}{mark(t)}": f"{v:.3f}" for t, v in enumerate(distance["tv"])}
         row |= {f"KL t{t + 1}{mark(t)}": f"{v:.3f}" for t, v in enumerate(distance["kl"])}
         rows.append(row)

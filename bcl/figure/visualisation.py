@@ -23,7 +23,7 @@ from ..engine.train import Method
 __all__ = ['SETTINGS_CHOICES', 'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'HMC_REFERENCES', 'PARAMETER_TYPES',
            'MethodSpec', 'build_method', 'grid_shape', 'plot_grid', 'total_variation', 'kl_divergence',
            'grid_distances', 'MethodRun', 'hmc_reference_sample', 'hmc_function_space', 'run_method', 'safe_run',
-           'check_parameter_names', 'validate_parameters']
+           'check_parameter_names', 'check_parameters', 'validate_parameters']
 
 # %% ../../nbs/figure/50_visualisation.ipynb #57fb71a7
 SETTINGS_CHOICES = ("paper",)  # the `preset` parameter of the visualisation: the paper's settings
@@ -227,13 +227,16 @@ def _type_name(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
 
-def validate_parameters(settings: dict) -> dict:
-    "Check types and values of the experiment parameters; return them with method names in lower case."
+def check_parameters(settings: dict, complete: bool = True) -> dict:
+    """Check the names, types and values of experiment parameters (all of them when `complete`, else those given, as
+    in one parameter file); return them with method names in canonical form."""
     check_parameter_names(settings)
     missing = sorted(set(PARAMETER_TYPES) - set(settings))
-    if missing:
+    if complete and missing:
         raise ValueError(f"Missing parameter(s) {missing}.")
     for name, kind in PARAMETER_TYPES.items():
+        if name not in settings:
+            continue
         value = settings[name]
         ok = isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float, (int, type(None))))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -241,32 +244,39 @@ def validate_parameters(settings: dict) -> dict:
         if not ok:
             raise ValueError(f"Parameter {name!r} must be {_type_name(kind)}, got {value!r} ({type(value).__name__}).")
     out = dict(settings)
-    if settings["sequence"] not in VISUALISATION_SEQUENCES:
+    given = lambda name: name in settings
+    if given("sequence") and settings["sequence"] not in VISUALISATION_SEQUENCES:
         raise ValueError(f"Unknown sequence {settings['sequence']!r} for the visualisation. Valid sequences: "
                          f"{', '.join(VISUALISATION_SEQUENCES)}.")
-    out["methods"] = method_names(settings["methods"])
-    if settings["preset"] not in SETTINGS_CHOICES:
+    if given("methods"):
+        out["methods"] = method_names(settings["methods"])
+    if given("preset") and settings["preset"] not in SETTINGS_CHOICES:
         raise ValueError(f"Unknown preset {settings['preset']!r}; valid presets: {', '.join(SETTINGS_CHOICES)}.")
-    seeds = settings["seeds"]
+    seeds = settings.get("seeds", [0])
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of non-negative integers, got {seeds!r}.")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds repeat in {seeds!r}; list each seed once.")
     for name in ("hmc_chains", "hmc_samples", "hmc_max_doublings", "grid_resolution"):
-        if settings[name] < (2 if name == "grid_resolution" else 1):
+        if given(name) and settings[name] < (2 if name == "grid_resolution" else 1):
             raise ValueError(f"Parameter {name!r} must be at least {2 if name == 'grid_resolution' else 1}, "
                              f"got {settings[name]!r}.")
-    if settings["hmc_reference"] not in HMC_REFERENCES:
+    if given("hmc_reference") and settings["hmc_reference"] not in HMC_REFERENCES:
         raise ValueError(f"Parameter 'hmc_reference' must be one of {HMC_REFERENCES}, got {settings['hmc_reference']!r}.")
-    if not 0 < settings["hmc_target_acceptance"] < 1:
+    if given("hmc_target_acceptance") and not 0 < settings["hmc_target_acceptance"] < 1:
         raise ValueError(f"Parameter 'hmc_target_acceptance' must lie in (0, 1), got {settings['hmc_target_acceptance']!r}.")
-    if settings["hmc_warmup"] < 0:
+    if given("hmc_warmup") and settings["hmc_warmup"] < 0:
         raise ValueError(f"Parameter 'hmc_warmup' must be non-negative, got {settings['hmc_warmup']!r}.")
-    if settings["epochs"] is not None and settings["epochs"] < 1:
+    if given("epochs") and settings["epochs"] is not None and settings["epochs"] < 1:
         raise ValueError(f"Parameter 'epochs' must be a positive integer or None (the paper's), got {settings['epochs']!r}.")
-    if not 0 < settings["kl_floor"] < 0.5:
+    if given("kl_floor") and not 0 < settings["kl_floor"] < 0.5:
         raise ValueError(f"Parameter 'kl_floor' must lie in (0, 0.5), got {settings['kl_floor']!r}.")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", settings["run"]):
+    if given("run") and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", settings["run"]):
         raise ValueError(f"Parameter 'run' names a folder under results/: letters, digits, '_', '.', '-' only; "
                          f"got {settings['run']!r}.")
     return out
+
+def validate_parameters(settings: dict) -> dict:
+    "Check every parameter of the experiment (`check_parameters`, complete); return them with method names canonical."
+    return check_parameters(settings, complete=True)
+
