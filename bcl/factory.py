@@ -27,7 +27,8 @@ MAP_EXTRA_SETTINGS = {"ewc": ("lambdas",), "si": ("lambdas", "xis", "importance_
 REGISTERED_SETTINGS = tuple(map_settings("2d"))  # what a registered method's build receives
 
 def extra_module(name: str) -> ModuleType:
-    "The module that derives method `name` beyond the paper (`bcl.paper.EXTRA_METHODS`): its `build` and `SETTINGS`."
+    """The module that derives method `name` beyond the paper (`bcl.paper.EXTRA_METHODS`): its `build`, its
+    `SETTINGS` (names and defaults) and `settings_for(setup)` (the defaults on a bcl setup)."""
     return importlib.import_module(EXTRA_METHODS[method_name(name)].module)
 
 def settings_of(name: str) -> tuple[str, ...]:
@@ -97,7 +98,7 @@ def method_settings(name: str, setup: SequenceSetup, *, component_noise: str | N
             settings["component_noise"] = component_noise
     elif name in EXTRA_METHODS:
         common = map_settings(setup.setup)
-        settings = {key: common[key] for key in COMMON_SETTINGS} | extra_module(name).SETTINGS
+        settings = {key: common[key] for key in COMMON_SETTINGS} | extra_module(name).settings_for(setup.setup)
     else:
         settings = map_settings(setup.setup)
     return settings | overrides

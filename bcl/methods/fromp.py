@@ -18,9 +18,10 @@ from .map import map_predict
 from ..models import Model
 
 # %% auto #0
-__all__ = ['SETTINGS', 'output_probabilities', 'memorable_scores', 'select_memorable', 'ggn_diagonal', 'posterior_variance',
-           'output_jacobian', 'fromp_kernel', 'FrompMemory', 'fromp_memory_init', 'stable_cholesky', 'fromp_memory',
-           'fromp_penalty', 'memorable_rows', 'FrompState', 'fromp', 'build']
+__all__ = ['SETTINGS', 'TOY_SETTINGS', 'output_probabilities', 'memorable_scores', 'select_memorable', 'ggn_diagonal',
+           'posterior_variance', 'output_jacobian', 'fromp_kernel', 'FrompMemory', 'fromp_memory_init',
+           'stable_cholesky', 'fromp_memory', 'fromp_penalty', 'memorable_rows', 'FrompState', 'settings_for', 'fromp',
+           'build']
 
 # %% ../../nbs/methods/44_fromp.ipynb #68506b57
 def output_probabilities(logits: jax.Array) -> jax.Array:
@@ -195,6 +196,11 @@ class FrompState(NamedTuple):
     ggn: Any  # a pytree like the parameters
 
 SETTINGS = dict(tau=10.0, n_points=40, jitter=1e-6, precision=1e-3)  # official Split MNIST: main_splitmnist.py:10-19
+TOY_SETTINGS = dict(tau=1.0, n_points=20, jitter=1e-3, precision=1e-4)  # official toy: train_toydata.py:93-114
+
+def settings_for(setup: str) -> dict:
+    "FROMP's settings on bcl's setup `setup`: the official toy's for the 2-D sequences (`'2d'`), else Split MNIST's."
+    return dict(TOY_SETTINGS if setup == "2d" else SETTINGS)
 
 def fromp(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: float = 10.0, n_points: int = 40,
           jitter: float = 1e-6, precision: float = 1e-3, ggn_batch: int = 64) -> Method:
