@@ -203,7 +203,7 @@ def settings_for(setup: str) -> dict:
     return dict(TOY_SETTINGS if setup == "2d" else SETTINGS)
 
 def fromp(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: float = 10.0, n_points: int = 40,
-          jitter: float = 1e-6, precision: float = 1e-3, ggn_batch: int = 64) -> Method:
+          jitter: float = 1e-6, precision: float = 1e-3) -> Method:
     """FROMP as a `Method`: the summed NLL of a batch plus (N_t/n_batches)·`fromp_penalty` (τ per data point, as the
     official code's); at the end of each task its `n_points` memorable points (`memorable_rows`), its GGN diagonal
     added to the running sum, and every stored task's targets and kernels recomputed with Σ = 1/(GGN + `precision`).
@@ -229,14 +229,14 @@ def fromp(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: f
         params, (points, ggn) = state
         xs, ys = jnp.asarray(split.xs), jnp.asarray(split.ys)
         rows, weights = memorable_rows(model, params, xs, ys, n_classes, n_points)
-        ggn = jax.tree.map(jnp.add, ggn, ggn_diagonal(model, params, xs, ggn_batch))
+        ggn = jax.tree.map(jnp.add, ggn, ggn_diagonal(model, params, xs))
         slot = points.count
         points = fromp_memory(model, params, points.xs.at[slot].set(xs[rows].astype(points.xs.dtype)), slot + 1,
                               posterior_variance(ggn, precision), jitter, points.weights.at[slot].set(weights))
         return MethodState(params, FrompState(points, ggn))
 
     settings = dict(batch_size=batch_size, epochs=epochs, tau=tau, n_points=n_points, jitter=jitter,
-                    precision=precision, ggn_batch=ggn_batch)
+                    precision=precision)
     return Method("fromp", model, likelihood, init, loss, end_task, map_predict(model, likelihood),
                   Training(batch_size, epochs), settings=settings)
 
