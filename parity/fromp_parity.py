@@ -438,14 +438,34 @@ def side_environment(folder: Path) -> dict:
     return env
 
 
-def run_official(python: Path, folder: Path, npz: dict, keep: Path | None) -> tuple[dict, float]:
-    "Write the inputs, run parity/fromp_side.py on them in a temporary working directory, read its .npz back."
+def prepare_official(repo, python, code: Path):
+    """(folder to import from, commit, source) of the official code when `python` can run it (torch and the official
+    modules import), else a string saying why not (the harnesses then skip). `code`: a folder for the files."""
+    if repo is None or python is None:
+        return "needs --fromp-repo and --fromp-python (the official code and a Python with torch)"
+    if not Path(python).exists():
+        return f"{python} does not exist"
+    found = official_files(Path(repo), code)
+    if isinstance(found, str):
+        return found
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = subprocess.run([str(python), str(HERE / "fromp_side.py"), "--probe"], cwd=tmp,
+                               env=side_environment(found[0]), capture_output=True, text=True)
+    if probe.returncode != 0:
+        last = (probe.stdout + probe.stderr).strip().splitlines()
+        return f"the official side cannot import torch and the official code ({last[-1] if last else 'no output'})"
+    return found
+
+
+def run_official(python: Path, folder: Path, npz: dict, keep: Path | None,
+                 side: str = "fromp_side.py") -> tuple[dict, float]:
+    "Write the inputs, run parity/`side` on them in a temporary working directory, read its .npz back."
     with tempfile.TemporaryDirectory(prefix="bcl_fromp_parity_") as tmp:
         work = Path(keep).resolve() if keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         np.savez(work / "inputs.npz", **npz)
         start = time.perf_counter()
-        run = subprocess.run([str(python), str(HERE / "fromp_side.py"), "--inputs", str(work / "inputs.npz"),
+        run = subprocess.run([str(python), str(HERE / side), "--inputs", str(work / "inputs.npz"),
                               "--outputs", str(work / "outputs.npz")], cwd=tmp, env=side_environment(folder),
                              stdout=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - start
@@ -519,22 +539,11 @@ def main(argv=None) -> int:
     def skip(message):
         print(f"{PROG}: skipped: {message}")
         return 0
-    if args.fromp_repo is None or args.fromp_python is None:
-        return skip("needs --fromp-repo and --fromp-python (the official code and a Python with torch)")
-    if not Path(args.fromp_python).exists():
-        return skip(f"{args.fromp_python} does not exist")
     with tempfile.TemporaryDirectory(prefix="bcl_fromp_code_") as code:
-        found = official_files(Path(args.fromp_repo), Path(code))
+        found = prepare_official(args.fromp_repo, args.fromp_python, Path(code))
         if isinstance(found, str):
             return skip(found)
         folder, commit, source = found
-        with tempfile.TemporaryDirectory() as tmp:
-            probe = subprocess.run([str(args.fromp_python), str(HERE / "fromp_side.py"), "--probe"], cwd=tmp,
-                                   env=side_environment(folder), capture_output=True, text=True)
-        if probe.returncode != 0:
-            last = (probe.stdout + probe.stderr).strip().splitlines()
-            return skip(f"the official side cannot import torch and the official code "
-                        f"({last[-1] if last else 'no output'})")
         hashes = file_hashes(folder)
         import jax
         if args.x64:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -145,21 +144,6 @@ def print_summary(row: dict) -> None:
               f"[{r['interval'][0]:+.2f}, {r['interval'][1]:+.2f}]")
 
 
-def run_official(python: Path, folder: Path, npz: dict) -> tuple[dict, dict]:
-    "Run parity/fromp_seeds_side.py on the inputs in a temporary folder: (accuracy per seed index, its info)."
-    with tempfile.TemporaryDirectory(prefix="bcl_fromp_seeds_") as tmp:
-        work = Path(tmp)
-        np.savez(work / "inputs.npz", **npz)
-        run = subprocess.run([str(python), str(HERE / "fromp_seeds_side.py"), "--inputs", str(work / "inputs.npz"),
-                              "--outputs", str(work / "outputs.npz")], cwd=tmp, env=fp.side_environment(folder),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        print(run.stdout[-4000:])
-        if run.returncode != 0:
-            raise SystemExit(f"{PROG}: the official side failed (above)")
-        out = dict(np.load(work / "outputs.npz", allow_pickle=False))
-    return out, json.loads(str(out.pop("info")))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fromp-repo", type=Path, default=os.environ.get("BCL_FROMP_REPO"))
@@ -170,26 +154,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if len(args.seeds) < 2 or len(set(args.seeds)) != len(args.seeds):
         parser.error("--seeds: at least two distinct seeds (the runs are compared as distributions)")
-    if not args.fromp_repo or not args.fromp_python:
-        print(f"{PROG}: skipped: pass --fromp-repo and --fromp-python (or set $BCL_FROMP_REPO, $BCL_FROMP_PYTHON)")
-        return 0
     with tempfile.TemporaryDirectory(prefix="bcl_fromp_files_") as files:
-        found = fp.official_files(args.fromp_repo, Path(files))
+        found = fp.prepare_official(args.fromp_repo, args.fromp_python, Path(files))
         if isinstance(found, str):
             print(f"{PROG}: skipped: {found}")
             return 0
         folder, commit, source = found
-        probe = subprocess.run([str(args.fromp_python), "-c", "import torch, utils, opt_fromp, models"],
-                               env=fp.side_environment(folder), capture_output=True, text=True)
-        if probe.returncode != 0:
-            print(f"{PROG}: skipped: the official side cannot import torch and its modules "
-                  f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no message'})")
-            return 0
         provenance = fp.bcl_provenance()  # before the runs: the code they ran
         per_seed, npz = inputs(args.seeds, args.n_per_class)
-        start = time.perf_counter()
-        theirs_raw, info = run_official(args.fromp_python, folder, npz)
-        official_seconds = time.perf_counter() - start
+        theirs_raw, official_seconds = fp.run_official(args.fromp_python, folder, npz, None, side="fromp_seeds_side.py")
+        info = json.loads(str(theirs_raw.pop("info")))
         hashes = fp.file_hashes(folder)
     theirs = {seed: theirs_raw[f"accuracy/{s}"] for s, seed in enumerate(args.seeds)}
     ours, seconds = {}, {}
