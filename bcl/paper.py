@@ -61,7 +61,8 @@ class ExtraMethod(NamedTuple):
     label: str
     module: str
 
-EXTRA_METHODS = {m.name: m for m in (ExtraMethod("fromp", "FROMP", "bcl.methods.fromp"),)}
+EXTRA_METHODS = {m.name: m for m in (ExtraMethod("fromp", "FROMP", "bcl.methods.fromp"),
+                                      ExtraMethod("sfr", "SFR", "bcl.methods.sfr"))}
 _EXTRA_BY_SQUASHED = {_squash(n): n for n in EXTRA_METHODS}
 
 class UserMethod(NamedTuple):
