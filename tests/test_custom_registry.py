@@ -209,7 +209,7 @@ def digits_plugins(tmp_path) -> Path:
     return plugin_dir
 
 
-def test_a_small_data_column_with_its_own_setup_runs_all_14_methods(tmp_path):
+def test_a_small_data_column_with_its_own_setup_runs_all_15_methods(tmp_path):
     from bcl.paper import EXTRA_METHODS, TABLE_METHODS
     plugin_dir = digits_plugins(tmp_path)
     out = tmp_path / "out"
@@ -217,8 +217,8 @@ def test_a_small_data_column_with_its_own_setup_runs_all_14_methods(tmp_path):
             "--out", str(out), "--data-dir", str(tmp_path / "data"), "--cells", "ci-digits-fcnn/*"]
     done = batch(args, tmp_path, plugin_dir, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "14 cells: 0 done, 14 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
-    for method in TABLE_METHODS + tuple(EXTRA_METHODS):  # the paper's 13 and FROMP
+    assert "15 cells: 0 done, 15 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
+    for method in TABLE_METHODS + tuple(EXTRA_METHODS):  # the paper's 13, FROMP and SFR
         numbers = json.loads((out / "offline" / "ci-digits-fcnn" / method / "numbers.json").read_text())
         assert numbers["method"] == method and numbers["paper"] is None
         assert len(numbers["n_train"]) == 5 and 150 <= min(numbers["n_train"]) <= max(numbers["n_train"]) <= 250
