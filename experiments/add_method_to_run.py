@@ -10,6 +10,9 @@ KL floor) are set beside every method of the run, ranked by the distance after e
 read, not recomputed, so it is the one its other methods were measured against (as converged as that run says).
 
 Prints a Markdown table; `--out` writes the numbers as JSON with the provenance of this code and of the run.
+`--into FOLDER` writes the run with the method merged in (its entry and grid beside the others', before HMC-NUTS; the
+run's own provenance kept, this code's recorded under `added_methods`), and with `--figures DIR --tables DIR` draws
+that merged run's figure and tables (`bcl.figure.report.write_report`) without training anything else.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ def measure(folder: Path, method: str) -> dict:
     from bcl.data.sequences import load_sequence
     from bcl.figure.report import read_numbers
     from bcl.figure.visualisation import build_method, grid_distances, plot_grid, run_method
+    from bcl.metrics import final_average_accuracy
     from bcl.paper import method_label, method_name
     numbers, grids = read_numbers(folder)
     if "hmc" not in grids:
@@ -42,6 +46,12 @@ def measure(folder: Path, method: str) -> dict:
     run = run_method(spec, sequence, p["seeds"], plot_grid(numbers["window"], numbers["grid_resolution"]),
                      fast_compile=p["fast_compile"])
     ours = grid_distances(grids["hmc"], run.grid_probs, p["kl_floor"])
+    final = 100 * final_average_accuracy(run.accuracy)
+    entry = {"status": "ok", "test_accuracy": run.accuracy,
+             "final_average_accuracy": {"per_seed": final, "mean": final.mean(),
+                                        "std": final.std(ddof=1) if len(final) > 1 else 0.0},
+             "selected": dict(run.info).get("selected"), "hmc": None, "distance_to_hmc": ours,
+             "timings": {k: run.info[k] for k in ("compile_s", "run_s", "wall_s", "grid_predict_s") if k in run.info}}
     rows = {m: e["distance_to_hmc"] for m, e in numbers["methods"].items() if e.get("distance_to_hmc")}
     rows[name] = ours
     accuracy = {m: e["final_average_accuracy"]["mean"] for m, e in numbers["methods"].items()
@@ -52,7 +62,25 @@ def measure(folder: Path, method: str) -> dict:
             "hmc_reference": p["hmc_reference"], "hmc_chains": p["hmc_chains"], "seeds": p["seeds"],
             "distances": rows, "final_average_accuracy": accuracy,
             "rank_by_tv": [{"task": t + 1, "order": r, "position": r.index(name) + 1} for t, r in enumerate(ranks)],
-            "run_provenance": numbers.get("provenance")}
+            "run_provenance": numbers.get("provenance"), "entry": entry, "grid": run.grid_probs}
+
+
+def merge(folder: Path, result: dict, into: Path) -> Path:
+    """Write the run of `folder` with `result`'s method merged in to `into`: its entry and grid placed before HMC-NUTS,
+    the run's provenance kept and this code's under `added_methods`."""
+    from bcl.figure.report import read_numbers, write_numbers
+    from bcl.provenance import provenance
+    numbers, grids = read_numbers(folder)
+    name = result["method"]
+    if name in numbers["methods"]:
+        raise SystemExit(f"{folder} already has {name}; merge a method the run does not have.")
+    order = [m for m in numbers["methods"] if m != "hmc"] + [name] + (["hmc"] if "hmc" in numbers["methods"] else [])
+    numbers["methods"] = {m: (result["entry"] if m == name else numbers["methods"][m]) for m in order}
+    numbers["parameters"] = dict(numbers["parameters"], methods=order)
+    numbers["added_methods"] = dict(numbers.get("added_methods") or {}, **{name: {"provenance": provenance()}})
+    into.mkdir(parents=True, exist_ok=True)
+    write_numbers(into, numbers, {**grids, name: result["grid"]})
+    return into
 
 
 def table(result: dict) -> str:
@@ -78,7 +106,12 @@ def main(argv=None) -> int:
     parser.add_argument("folder", type=Path, help="a finished run of experiments/run_visualisation.py")
     parser.add_argument("method", help="the method to add (any name bcl.factory builds)")
     parser.add_argument("--out", type=Path, help="write the numbers as JSON here")
+    parser.add_argument("--into", type=Path, help="write the run with the method merged in to this folder")
+    parser.add_argument("--figures", type=Path, help="with --into: draw the merged run's figure here")
+    parser.add_argument("--tables", type=Path, help="with --into: write the merged run's tables here")
     args = parser.parse_args(argv)
+    if (args.figures or args.tables) and not (args.into and args.figures and args.tables):
+        parser.error("--figures and --tables go together, with --into (the merged run they are drawn from)")
     import bcl  # noqa: F401  (before JAX computes anything)
     from bcl.provenance import provenance
     from bcl.serialise import json_ready
@@ -86,7 +119,15 @@ def main(argv=None) -> int:
     print(table(result))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(json_ready(result | {"provenance": provenance()}), indent=1) + "\n")
+        kept = {k: v for k, v in result.items() if k not in ("entry", "grid")}
+        args.out.write_text(json.dumps(json_ready(kept | {"provenance": provenance()}), indent=1) + "\n")
+    if args.into:
+        merge(args.folder, result, args.into)
+        print(f"merged run: {args.into}")
+        if args.figures:
+            from bcl.figure.report import write_report
+            for path in write_report(args.into, args.figures, args.tables)["paths"]:
+                print(path)
     return 0
 
 

@@ -49,3 +49,20 @@ def test_a_run_without_a_reference_is_refused(tmp_path):
         amr.measure(folder, "fromp")
     with pytest.raises(SystemExit, match="its reference"):
         amr.measure(made_up_run(tmp_path / "again"), "hmc")
+
+
+def test_the_merged_run_holds_the_method_before_hmc_and_redraws(tmp_path):
+    from bcl.figure.report import read_numbers
+    folder = made_up_run(tmp_path / "run")
+    before, _ = read_numbers(folder)
+    result = amr.measure(folder, "sfr")
+    into = amr.merge(folder, result, tmp_path / "merged")
+    numbers, grids = read_numbers(into)
+    assert list(numbers["methods"]) == ["er", "sfr"] and sorted(grids) == ["er", "hmc", "sfr"]
+    for d in ("tv", "kl"):
+        assert numbers["methods"]["sfr"]["distance_to_hmc"][d] == pytest.approx(result["distances"]["sfr"][d])
+    assert numbers["methods"]["er"] == before["methods"]["er"]  # the run's own entries untouched
+    assert numbers["provenance"] == before["provenance"] and "sfr" in numbers["added_methods"]
+    assert np.allclose(grids["sfr"], result["grid"])
+    with pytest.raises(SystemExit, match="already has sfr"):
+        amr.merge(into, result, tmp_path / "again")
