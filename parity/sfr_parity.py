@@ -228,6 +228,11 @@ def bcl_run(sequence, seed: int):
     method = sfr(model, "softmax", batch_size=SETTINGS["batch_size"], epochs=SETTINGS["epochs"], tau=SETTINGS["tau"],
                  n_points=SETTINGS["n_points"], jitter=SETTINGS["jitter"], precision=SETTINGS["delta"])
     method = method.with_training(optimiser=constant_adam)
+    given, fresh = model.init(jax.random.key(seed)), method.init
+
+    def init(key, sequence):  # the weights the official side starts from, SFR's empty memory
+        return MethodState(given, fresh(key, sequence).memory)
+    method = method._replace(init=init)
     start = time.perf_counter()
     run = train_sequence(method, sequence, {"learning_rate": SETTINGS["lr"]}, seeds=(seed,), progress=False)
     accuracy = np.asarray(run.metrics["test/accuracy"])  # (grid, seeds, tasks, tasks)
