@@ -83,6 +83,19 @@ def merge(folder: Path, result: dict, into: Path) -> Path:
     return into
 
 
+def redraw(into: Path, figures: Path, tables: Path) -> list[Path]:
+    """The merged run's figure and tables (`write_report`); its tables JSON records, beside the run's provenance, that
+    of the code that added each method (`added_methods`)."""
+    from bcl.figure.report import read_numbers, write_report
+    numbers, _ = read_numbers(into)
+    paths = write_report(into, figures, tables)["paths"]
+    record = Path(tables) / f"visualisation_{numbers['sequence']}.json"
+    written = json.loads(record.read_text())
+    written["added_methods"] = numbers.get("added_methods")
+    record.write_text(json.dumps(written, indent=1) + "\n")
+    return paths
+
+
 def table(result: dict) -> str:
     from bcl.paper import method_label
     name, T = result["method"], len(result["rank_by_tv"])
@@ -125,8 +138,7 @@ def main(argv=None) -> int:
         merge(args.folder, result, args.into)
         print(f"merged run: {args.into}")
         if args.figures:
-            from bcl.figure.report import write_report
-            for path in write_report(args.into, args.figures, args.tables)["paths"]:
+            for path in redraw(args.into, args.figures, args.tables):
                 print(path)
     return 0
 

@@ -20,8 +20,9 @@ def made_up_run(folder: Path, resolution: int = 10) -> Path:
     numbers = {"run": "made_up", "sequence": "cisplit2diris", "window": [[0.0, 7.0], [0.0, 3.0]],
                "grid_resolution": resolution, "n_tasks": 3,
                "parameters": {"preset": "paper", "epochs": 1, "seeds": [0], "kl_floor": 1e-6, "fast_compile": None,
-                              "hmc_reference": "draws", "hmc_chains": 2},
-               "methods": {"er": {"status": "ok", "final_average_accuracy": {"mean": 50.0},
+                              "hmc_reference": "draws", "hmc_chains": 2, "hmc_warmup": 10, "hmc_samples": 10},
+               "methods": {"er": {"status": "ok", "test_accuracy": [[[1.0, 0.0, 0.0], [0.5, 1.0, 0.0], [0.0, 0.5, 1.0]]],
+                                  "final_average_accuracy": {"per_seed": [50.0], "mean": 50.0, "std": 0.0}, "timings": {"wall_s": 1.0},
                                   "distance_to_hmc": {"tv": [0.5, 0.5, 0.5], "kl": [1.0, 1.0, 1.0]}}}}
     grids = {"er": np.full((3, n, 3), 1 / 3), "hmc": np.full((3, n, 3), 1 / 3)}
     write_numbers(folder, numbers, grids)
@@ -66,3 +67,7 @@ def test_the_merged_run_holds_the_method_before_hmc_and_redraws(tmp_path):
     assert np.allclose(grids["sfr"], result["grid"])
     with pytest.raises(SystemExit, match="already has sfr"):
         amr.merge(into, result, tmp_path / "again")
+    paths = amr.redraw(into, tmp_path / "figures", tmp_path / "tables")
+    written = json.loads((tmp_path / "tables" / "visualisation_cisplit2diris.json").read_text())
+    assert written["added_methods"]["sfr"]["provenance"]["bcl_code"] and any(p.suffix == ".png" for p in paths)
+    assert [row["method"] for row in written["summary"]][:2] == ["ER", "SFR"]
