@@ -24,7 +24,9 @@ rows drawn twice give entries near 1/ε), the values and the gradients. The offi
 `runs`: whole runs from the same initial weights (`fcnn256`'s initialisation from `jax.random.key(seed)`) and the same
 tasks. Ours: `bcl.methods.sfr.sfr` with those settings through bcl's engine at a constant learning rate
 (`constant_adam`). Theirs: Mammoth's loop as parity/sfr_side.py calls it. What differs by construction: the minibatch
-order and the inducing rows (torch's and numpy's generators against bcl's keys), float32 arithmetic in another order.
+order and the inducing rows (torch's and numpy's generators against bcl's keys), float32 arithmetic in another order,
+and Adam across tasks: Mammoth keeps one Adam (moments and step count) for the whole sequence, bcl's engine starts a
+new one every task; `runs --fresh-adam` gives the official side a new Adam every task (a diagnosis).
 So single runs are not compared; the final average accuracies (and each task's after the last) are, as
 distributions over the seeds: their means, standard deviations, the difference of the means with a 95 % interval
 (Welch), and a Mann–Whitney p per task. One JSON line per seed and side, and a summary line, with provenance, are
@@ -248,7 +250,7 @@ def welch(a, b) -> tuple[float, float, float]:
     return diff, diff - half, diff + half
 
 
-def runs(found, python, seeds, out: Path | None) -> dict:
+def runs(found, python, seeds, out: Path | None, fresh_adam: bool = False) -> dict:
     import jax
     from scipy import stats
     from bcl.models import make_model
@@ -257,7 +259,7 @@ def runs(found, python, seeds, out: Path | None) -> dict:
     npz = dict(arrays)
     for s, seed in enumerate(seeds):
         npz |= flat_weights(model.init(jax.random.key(seed)), f"theta0/{s}/")  # what bcl's init draws for the seed
-    npz["meta"] = np.asarray(json.dumps(meta_of("runs", sequence, seeds=list(seeds))))
+    npz["meta"] = np.asarray(json.dumps(meta_of("runs", sequence, seeds=list(seeds), fresh_adam=fresh_adam)))
     theirs, official_seconds = run_official(python, found[0], npz)
     lines, ours, official = [], [], []
     for s, seed in enumerate(seeds):
@@ -265,14 +267,15 @@ def runs(found, python, seeds, out: Path | None) -> dict:
         ours.append(acc)
         official.append(theirs[f"accuracy/{s}"])
         for side, a, sec in (("bcl", acc, seconds), ("official", official[-1], float(theirs[f"seconds/{s}"]))):
-            lines.append({"seed": seed, "side": side, "accuracy_after_last": np.round(100 * a, 2).tolist(),
+            lines.append({"seed": seed, "side": side, "epochs": SETTINGS["epochs"], "official_fresh_adam": fresh_adam,
+                          "accuracy_after_last": np.round(100 * a, 2).tolist(),
                           "final_average": round(100 * float(np.mean(a)), 2), "seconds": round(sec, 1)})
         print(f"seed {seed}: bcl {100 * np.mean(acc):.2f}  official {100 * np.mean(official[-1]):.2f}", flush=True)
     fa_ours, fa_official = 100 * np.mean(ours, axis=1), 100 * np.mean(official, axis=1)
     diff, low, high = welch(fa_ours, fa_official)
     per_task = [float(stats.mannwhitneyu(np.asarray(ours)[:, t], np.asarray(official)[:, t]).pvalue)
                 for t in range(len(sequence))]
-    summary = {"summary": True, "seeds": list(seeds), "settings": SETTINGS,
+    summary = {"summary": True, "seeds": list(seeds), "settings": SETTINGS, "official_fresh_adam": fresh_adam,
                "bcl_mean": round(float(fa_ours.mean()), 2), "bcl_sd": round(float(fa_ours.std(ddof=1)), 2),
                "official_mean": round(float(fa_official.mean()), 2),
                "official_sd": round(float(fa_official.std(ddof=1)), 2),
@@ -303,6 +306,9 @@ def main(argv=None) -> int:
     r.add_argument("--epochs", type=int, default=SETTINGS["epochs"],
                    help="epochs a task on both sides (official: 1; 20 gives 400 steps a task, about the official "
                         "Split MNIST's 375 on its 12,000 images a task)")
+    r.add_argument("--fresh-adam", action="store_true",
+                   help="a diagnosis: the official side starts a new Adam every task, as bcl's engine does (Mammoth "
+                        "keeps one Adam, its moments and step count, across tasks)")
     r.add_argument("--out", type=Path, help="append one JSON line per seed and side and a summary")
     a = parser.parse_args(argv)
     if a.mode == "runs" and a.epochs < 1:
@@ -322,7 +328,7 @@ def main(argv=None) -> int:
                                              **provenance(found)}, indent=1) + "\n")
             return 0 if all(r_["ok"] for r_ in rows) else 1
         SETTINGS["epochs"] = a.epochs
-        runs(found, a.sfr_python, a.seeds, a.out)
+        runs(found, a.sfr_python, a.seeds, a.out, a.fresh_adam)
         return 0
 
 

@@ -17,7 +17,9 @@ Two modes, `mode` in the inputs:
 - `runs`: whole runs, one per seed, as Mammoth's training loop calls the model (utils/training.py): for each task,
   `epochs` passes of `observe` over a shuffled `DataLoader` of batches of B, then `end_task`; after the last task
   every task's test set is scored by the argmax of all logits (class-incremental). `torch.manual_seed` and
-  `np.random.seed` are set to the seed, as Mammoth's `set_random_seed`.
+  `np.random.seed` are set to the seed, as Mammoth's `set_random_seed`. Mammoth creates the model's Adam once, so its
+  moments and step count run on across tasks; with `fresh_adam` (a diagnosis, not Mammoth's loop) a new Adam starts
+  every task, as bcl's engine starts a new optimiser state every task.
 """
 from __future__ import annotations
 
@@ -173,6 +175,8 @@ def runs(d, meta) -> dict:
         model = make_sfr(meta, net)
         model.net.train()
         for t in range(meta["n_tasks"]):
+            if meta.get("fresh_adam") and t > 0:  # a diagnosis, not Mammoth's loop: Adam's moments and count reset
+                model.opt = torch.optim.Adam(model.net.parameters(), lr=meta["lr"])
             task = Task(d[f"train_xs{t}"], d[f"train_ys{t}"], meta["batch_size"], shuffle=True)
             for _ in range(meta["epochs"]):
                 for inputs, labels, not_aug in task.train_loader:
