@@ -83,6 +83,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import official_side  # noqa: E402  (probing and running the official half)
 ROOT = HERE.parent
 PROG = "fromp_parity.py"
 FROMP_COMMIT = "f5db51c2207b5d007752d79bb65eebf3fc3a6430"  # the official code (HEAD c9606ec changes only README.md)
@@ -433,46 +436,20 @@ def file_hashes(folder: Path) -> dict:
 
 
 def side_environment(folder: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(folder), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
-               MKL_NUM_THREADS="1")
-    return env
+    return official_side.environment(folder)
 
 
 def prepare_official(repo, python, code: Path):
     """(folder to import from, commit, source) of the official code when `python` can run it (torch and the official
     modules import), else a string saying why not (the harnesses then skip). `code`: a folder for the files."""
-    if repo is None or python is None:
-        return "needs --fromp-repo and --fromp-python (the official code and a Python with torch)"
-    if not Path(python).exists():
-        return f"{python} does not exist"
-    found = official_files(Path(repo), code)
-    if isinstance(found, str):
-        return found
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = subprocess.run([str(python), str(HERE / "fromp_side.py"), "--probe"], cwd=tmp,
-                               env=side_environment(found[0]), capture_output=True, text=True)
-    if probe.returncode != 0:
-        last = (probe.stdout + probe.stderr).strip().splitlines()
-        return f"the official side cannot import torch and the official code ({last[-1] if last else 'no output'})"
-    return found
+    return official_side.prepare(repo, python, HERE / "fromp_side.py", lambda r: official_files(r, code),
+                                 "--fromp-repo and --fromp-python (the official code and a Python with torch)")
 
 
 def run_official(python: Path, folder: Path, npz: dict, keep: Path | None,
                  side: str = "fromp_side.py") -> tuple[dict, float]:
     "Write the inputs, run parity/`side` on them in a temporary working directory, read its .npz back."
-    with tempfile.TemporaryDirectory(prefix="bcl_fromp_parity_") as tmp:
-        work = Path(keep).resolve() if keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        np.savez(work / "inputs.npz", **npz)
-        start = time.perf_counter()
-        run = subprocess.run([str(python), str(HERE / side), "--inputs", str(work / "inputs.npz"),
-                              "--outputs", str(work / "outputs.npz")], cwd=tmp, env=side_environment(folder),
-                             stdout=subprocess.PIPE, text=True)
-        seconds = time.perf_counter() - start
-        if run.returncode != 0:
-            print(run.stdout[-4000:], file=sys.stderr)
-            raise SystemExit(f"{PROG}: the official side failed (above)")
-        return dict(np.load(work / "outputs.npz", allow_pickle=False)), seconds
+    return official_side.run(python, HERE / side, folder, npz, PROG, keep)
 
 
 # ---------------------------------------------------------------- output

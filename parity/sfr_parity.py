@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import official_side  # noqa: E402  (probing and running the official half)
 
 PROG = "sfr_parity.py"
 SFR_COMMIT = "83cc4a701823bf3f915aee7301319dd2a7db733a"
@@ -80,41 +82,14 @@ def official_files(repo: Path, folder: Path):
     return f"{repo} holds neither experiments/cl/{OFFICIAL_FILES[0]} nor a bare git repository"
 
 
-def side_environment(folder: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(folder), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
-                MKL_NUM_THREADS="1")
-
-
 def prepare_official(repo, python, code: Path):
     "(folder, commit, source) when `python` runs the official code, else a string saying why not (then we skip)."
-    if repo is None or python is None:
-        return "needs --sfr-repo and --sfr-python (the official code and a Python with torch and scipy)"
-    if not Path(python).exists():
-        return f"{python} does not exist"
-    found = official_files(Path(repo), code)
-    if isinstance(found, str):
-        return found
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = subprocess.run([str(python), str(HERE / "sfr_side.py"), "--probe"], cwd=tmp,
-                               env=side_environment(found[0]), capture_output=True, text=True)
-    if probe.returncode != 0:
-        last = (probe.stdout + probe.stderr).strip().splitlines()
-        return f"the official side cannot import torch, scipy and the official code ({last[-1] if last else '?'})"
-    return found
+    return official_side.prepare(repo, python, HERE / "sfr_side.py", lambda r: official_files(r, code),
+                                 "--sfr-repo and --sfr-python (the official code and a Python with torch and scipy)")
 
 
 def run_official(python, folder: Path, npz: dict) -> tuple[dict, float]:
-    with tempfile.TemporaryDirectory(prefix="bcl_sfr_parity_") as tmp:
-        np.savez(Path(tmp) / "inputs.npz", **npz)
-        start = time.perf_counter()
-        run = subprocess.run([str(python), str(HERE / "sfr_side.py"), "--inputs", str(Path(tmp) / "inputs.npz"),
-                              "--outputs", str(Path(tmp) / "outputs.npz")], cwd=tmp, env=side_environment(folder),
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        seconds = time.perf_counter() - start
-        if run.returncode != 0:
-            print(run.stdout[-4000:], file=sys.stderr)
-            raise SystemExit(f"{PROG}: the official side failed (above)")
-        return dict(np.load(Path(tmp) / "outputs.npz", allow_pickle=False)), seconds
+    return official_side.run(python, HERE / "sfr_side.py", folder, npz, PROG)
 
 
 # ---------------------------------------------------------------- shared arrays
