@@ -136,6 +136,8 @@ def relative(ours, theirs) -> float:
 def pieces(found, python, seed: int) -> list[dict]:
     import jax
     import jax.numpy as jnp
+    from bcl.core import Split
+    from bcl.engine.train import TaskInfo
     from bcl.methods.sfr import sfr_memory_init, sfr_penalty, sfr_store
     from bcl.methods.map import l2_penalty
     from bcl.engine.train import nll_sum
@@ -161,7 +163,7 @@ def pieces(found, python, seed: int) -> list[dict]:
     for t, theta in enumerate((theta_a, theta_b)):
         xs = jnp.asarray(arrays[f"train_xs{t}"].reshape(-1, *shape))
         ys = jnp.asarray(arrays[f"train_ys{t}"].astype(np.int32))
-        memory = sfr_store(model, theta, memory, xs[theirs[f"rows{t}"]], xs, ys, len(ys), t + 1,
+        memory = sfr_store(model, theta, memory, xs[theirs[f"rows{t}"]], Split(xs, ys), TaskInfo(t + 1, len(ys), 1),
                            SETTINGS["delta"], SETTINGS["jitter"])
     rows = []
     add = lambda name, error, tol, note="": rows.append(
