@@ -45,6 +45,8 @@ progress = False
 # CPU cores. (In a process where JAX already started, e.g. a test runner, this has no effect and the chains
 # share one device.) Running the chains on their own threads matters on a CPU: `vmap`ped chains share one device, chains on
 # separate host devices run in parallel (`bcl.methods.hmc`).
+#
+# The chains' devices meet in collectives (an all-gather of the draws), which XLA:CPU ends the process over when a device's thread has not arrived after 40 s. On a loaded CPU a starved thread can take longer (a DI Sinusoid run died so after its last HMC task), so the limit is raised to an hour where this jaxlib knows the flag (asked in a subprocess: an unknown flag would stop JAX).
 
 # %%
 import os
@@ -55,6 +57,11 @@ if hmc_parallel is True and wants_hmc and isinstance(hmc_chains, int) and hmc_ch
     if n_host_devices > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                    + f" --xla_force_host_platform_device_count={n_host_devices}").strip()
+        import subprocess, sys
+        patient = "--xla_cpu_collective_call_terminate_timeout_seconds=3600"
+        env = dict(os.environ, XLA_FLAGS=f"{os.environ['XLA_FLAGS']} {patient}", JAX_PLATFORMS="cpu")
+        if subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True).returncode == 0:
+            os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]
 
 # %%
 import time
