@@ -31,8 +31,7 @@ def measure(folder: Path, method: str) -> dict:
     "The method's accuracy and distances to the run's HMC reference after every task, with the run's own methods'."
     from bcl.data.sequences import load_sequence
     from bcl.figure.report import read_numbers
-    from bcl.figure.visualisation import build_method, grid_distances, plot_grid, run_method
-    from bcl.metrics import final_average_accuracy
+    from bcl.figure.visualisation import build_method, grid_distances, method_entry, plot_grid, run_method
     from bcl.paper import method_label, method_name
     numbers, grids = read_numbers(folder)
     if "hmc" not in grids:
@@ -46,17 +45,12 @@ def measure(folder: Path, method: str) -> dict:
     run = run_method(spec, sequence, p["seeds"], plot_grid(numbers["window"], numbers["grid_resolution"]),
                      fast_compile=p["fast_compile"])
     ours = grid_distances(grids["hmc"], run.grid_probs, p["kl_floor"])
-    final = 100 * final_average_accuracy(run.accuracy)
-    entry = {"status": "ok", "test_accuracy": run.accuracy,
-             "final_average_accuracy": {"per_seed": final, "mean": final.mean(),
-                                        "std": final.std(ddof=1) if len(final) > 1 else 0.0},
-             "selected": dict(run.info).get("selected"), "hmc": None, "distance_to_hmc": ours,
-             "timings": {k: run.info[k] for k in ("compile_s", "run_s", "wall_s", "grid_predict_s") if k in run.info}}
+    entry = method_entry(run) | {"distance_to_hmc": ours}  # as the run's own methods' entries
     rows = {m: e["distance_to_hmc"] for m, e in numbers["methods"].items() if e.get("distance_to_hmc")}
     rows[name] = ours
     accuracy = {m: e["final_average_accuracy"]["mean"] for m, e in numbers["methods"].items()
                 if e.get("final_average_accuracy")}
-    accuracy[name] = float(100 * run.accuracy[:, -1].mean())
+    accuracy[name] = float(entry["final_average_accuracy"]["mean"])
     ranks = [sorted(rows, key=lambda m: rows[m]["tv"][t]) for t in range(numbers["n_tasks"])]
     return {"run": numbers["run"], "sequence": numbers["sequence"], "method": name, "label": method_label(name),
             "hmc_reference": p["hmc_reference"], "hmc_chains": p["hmc_chains"], "seeds": p["seeds"],
@@ -84,16 +78,10 @@ def merge(folder: Path, result: dict, into: Path) -> Path:
 
 
 def redraw(into: Path, figures: Path, tables: Path) -> list[Path]:
-    """The merged run's figure and tables (`write_report`); its tables JSON records, beside the run's provenance, that
-    of the code that added each method (`added_methods`)."""
-    from bcl.figure.report import read_numbers, write_report
-    numbers, _ = read_numbers(into)
-    paths = write_report(into, figures, tables)["paths"]
-    record = Path(tables) / f"visualisation_{numbers['sequence']}.json"
-    written = json.loads(record.read_text())
-    written["added_methods"] = numbers.get("added_methods")
-    record.write_text(json.dumps(written, indent=1) + "\n")
-    return paths
+    """The merged run's figure and tables (`write_report`, whose tables JSON records, beside the run's provenance,
+    that of the code that added each method)."""
+    from bcl.figure.report import write_report
+    return write_report(into, figures, tables)["paths"]
 
 
 def table(result: dict) -> str:

@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import official_side  # noqa: E402  (probing and running the official half)
+from fromp_seeds import welch  # noqa: E402  (the difference of two means with its 95 % Welch interval)
 
 PROG = "sfr_parity.py"
 SFR_COMMIT = "83cc4a701823bf3f915aee7301319dd2a7db733a"
@@ -136,6 +137,7 @@ def relative(ours, theirs) -> float:
 def pieces(found, python, seed: int) -> list[dict]:
     import jax
     import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
     from bcl.core import Split
     from bcl.engine.train import TaskInfo
     from bcl.methods.sfr import sfr_memory_init, sfr_penalty, sfr_store
@@ -146,11 +148,9 @@ def pieces(found, python, seed: int) -> list[dict]:
     sequence, arrays = sequence_arrays()
     model = make_model(SETTINGS["network"], sequence.n_outputs, sequence.input_shape)
     theta_a = model.init(jax.random.key(seed))
-    keys = jax.random.split(jax.random.key(10_000 + seed), 2)
-    perturb = lambda p, k: jax.tree.map(lambda w, n: w + 0.02 * n, p, jax.tree.unflatten(
-        jax.tree.structure(p), [jax.random.normal(kk, w.shape) for kk, w in zip(jax.random.split(k, len(jax.tree.leaves(p))), jax.tree.leaves(p))]))
-    theta_b = perturb(theta_a, keys[0])
-    theta_c = perturb(theta_b, keys[1])
+    flat, unravel = ravel_pytree(theta_a)
+    noise = 0.02 * jax.random.normal(jax.random.key(10_000 + seed), (2, flat.size))
+    theta_b, theta_c = unravel(flat + noise[0]), unravel(flat + noise[0] + noise[1])
     npz = {k: arrays[k] for k in ("train_xs0", "train_ys0", "train_xs1", "train_ys1")}
     npz["batch_xs"], npz["batch_ys"] = arrays["train_xs2"][:32], arrays["train_ys2"][:32]
     for tag, theta in (("a", theta_a), ("b", theta_b), ("c", theta_c)):
@@ -158,26 +158,26 @@ def pieces(found, python, seed: int) -> list[dict]:
     npz["meta"] = np.asarray(json.dumps(meta_of("pieces", sequence, seed=seed)))
     theirs, seconds = run_official(python, found[0], npz)
 
-    shape = sequence.input_shape
-    memory = sfr_memory_init(len(sequence), SETTINGS["n_points"], shape, sequence.n_outputs)
+    shape, n_points, n_classes = sequence.input_shape, SETTINGS["n_points"], sequence.n_outputs
+    memory = sfr_memory_init(len(sequence), n_points, shape, n_classes)
+    ours_seen = []
     for t, theta in enumerate((theta_a, theta_b)):
         xs = jnp.asarray(arrays[f"train_xs{t}"].reshape(-1, *shape))
         ys = jnp.asarray(arrays[f"train_ys{t}"].astype(np.int32))
         memory = sfr_store(model, theta, memory, xs[theirs[f"rows{t}"]], Split(xs, ys), TaskInfo(t + 1, len(ys), 1),
                            SETTINGS["delta"], SETTINGS["jitter"])
+        ours_seen.append(np.flatnonzero(np.asarray(memory.seen)).tolist())
     rows = []
     add = lambda name, error, tol, note="": rows.append(
         {"quantity": name, "relative_error": error, "tol": tol, "ok": bool(error <= tol), "note": note})
-    add("stored logits", relative(memory.targets[:2].reshape(-1, 10), theirs["targets"][:80]), 1e-5)
+    add("stored logits", relative(memory.targets[:2].reshape(-1, n_classes), theirs["targets"][:2 * n_points]), 1e-5)
     for t in range(2):
         seen = theirs[f"seen{t}"].tolist()
-        ours_seen = np.flatnonzero(np.asarray(memory.seen if t == 1 else (np.arange(10) < 2))).tolist()
-        duplicates = SETTINGS["n_points"] - len(np.unique(theirs[f"rows{t}"]))
-        for c in range(10):
+        add(f"classes seen after task {t + 1}", float(seen != ours_seen[t]), 0.0, f"official {seen}, bcl {ours_seen[t]}")
+        duplicates = n_points - len(np.unique(theirs[f"rows{t}"]))
+        for c in range(n_classes):
             add(f"B̄⁻¹ task {t + 1} class {c}", relative(memory.precision[t, c], theirs[f"precision{t}"][c]), 1e-2,
                 ("seen" if c in seen else "not seen: identity") + (f"; {duplicates} rows drawn twice" if c == 0 else ""))
-        if t == 0 and seen != ours_seen:
-            add("classes seen", 1.0, 0.0, f"official {seen}, bcl {ours_seen}")
     xs_b = jnp.asarray(npz["batch_xs"].reshape(-1, *shape))
     ys_b = jnp.asarray(npz["batch_ys"].astype(np.int32))
     parts = {"regulariser": lambda p: sfr_penalty(model, p, memory),
@@ -196,7 +196,7 @@ def pieces(found, python, seed: int) -> list[dict]:
 
 
 # ---------------------------------------------------------------- whole runs
-def bcl_run(sequence, seed: int):
+def bcl_run(sequence, seed: int) -> tuple[np.ndarray, float]:
     import jax
     from bcl.engine.sequence import train_sequence
     from bcl.engine.train import constant_adam
@@ -215,16 +215,7 @@ def bcl_run(sequence, seed: int):
     start = time.perf_counter()
     run = train_sequence(method, sequence, {"learning_rate": SETTINGS["lr"]}, seeds=(seed,), progress=False)
     accuracy = np.asarray(run.metrics["test/accuracy"])  # (grid, seeds, tasks, tasks)
-    return accuracy.reshape(-1, len(sequence), len(sequence))[0][-1], time.perf_counter() - start, model
-
-
-def welch(a, b) -> tuple[float, float, float]:
-    from scipy import stats
-    diff = float(np.mean(a) - np.mean(b))
-    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-    dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    half = float(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
-    return diff, diff - half, diff + half
+    return accuracy.reshape(-1, len(sequence), len(sequence))[0][-1], time.perf_counter() - start
 
 
 def runs(found, python, seeds, out: Path | None, fresh_adam: bool = False) -> dict:
@@ -240,7 +231,7 @@ def runs(found, python, seeds, out: Path | None, fresh_adam: bool = False) -> di
     theirs, official_seconds = run_official(python, found[0], npz)
     lines, ours, official = [], [], []
     for s, seed in enumerate(seeds):
-        acc, seconds, _ = bcl_run(sequence, seed)
+        acc, seconds = bcl_run(sequence, seed)
         ours.append(acc)
         official.append(theirs[f"accuracy/{s}"])
         for side, a, sec in (("bcl", acc, seconds), ("official", official[-1], float(theirs[f"seconds/{s}"]))):
@@ -249,7 +240,8 @@ def runs(found, python, seeds, out: Path | None, fresh_adam: bool = False) -> di
                           "final_average": round(100 * float(np.mean(a)), 2), "seconds": round(sec, 1)})
         print(f"seed {seed}: bcl {100 * np.mean(acc):.2f}  official {100 * np.mean(official[-1]):.2f}", flush=True)
     fa_ours, fa_official = 100 * np.mean(ours, axis=1), 100 * np.mean(official, axis=1)
-    diff, low, high = welch(fa_ours, fa_official)
+    w = welch(fa_ours, fa_official)
+    diff, (low, high) = w["difference"], w["interval"]
     per_task = [float(stats.mannwhitneyu(np.asarray(ours)[:, t], np.asarray(official)[:, t]).pvalue)
                 for t in range(len(sequence))]
     summary = {"summary": True, "seeds": list(seeds), "settings": SETTINGS, "official_fresh_adam": fresh_adam,

@@ -65,7 +65,6 @@ def install_stand_ins() -> None:
 
 def network(widths, n_inputs, n_outputs, weights):
     "bcl's `fcnn` (Dense–swish for every width, then a Dense head) in torch, with the given flax kernels and biases."
-    import torch
     import torch.nn as nn
     layers, fan_in = [nn.Flatten()], n_inputs
     for width in widths:
@@ -73,15 +72,12 @@ def network(widths, n_inputs, n_outputs, weights):
         fan_in = width
     layers.append(nn.Linear(fan_in, n_outputs))
     net = nn.Sequential(*layers)
-    dense = [m for m in net if isinstance(m, nn.Linear)]
-    with torch.no_grad():
-        for i, m in enumerate(dense):
-            m.weight.copy_(torch.as_tensor(weights[f"kernel{i}"]).T)
-            m.bias.copy_(torch.as_tensor(weights[f"bias{i}"]))
+    load_weights(net, weights)
     return net
 
 
 def load_weights(net, weights) -> None:
+    "Copy flax kernels (in, out) and biases into the `nn.Linear` layers of `net`, in order."
     import torch
     import torch.nn as nn
     with torch.no_grad():

@@ -38,10 +38,11 @@ def test_the_weights_are_written_input_to_output_in_flax_layout():
 
 def test_the_welch_interval_holds_the_difference_and_widens_with_spread():
     a, b = np.array([90.0, 92, 94, 96]), np.array([89.0, 91, 93, 95])
-    diff, low, high = sp.welch(a, b)
-    assert diff == pytest.approx(1.0) and low < 1.0 < high
-    diff2, low2, high2 = sp.welch(2 * a, 2 * b)  # both scaled by 2: the difference and the width double
-    assert diff2 == pytest.approx(2.0) and high2 - low2 == pytest.approx(2 * (high - low))
+    w = sp.welch(a, b)
+    (low, high), (low2, high2) = w["interval"], sp.welch(2 * a, 2 * b)["interval"]
+    assert w["difference"] == pytest.approx(1.0) and low < 1.0 < high
+    assert sp.welch(2 * a, 2 * b)["difference"] == pytest.approx(2.0)  # both scaled by 2: difference and width double
+    assert high2 - low2 == pytest.approx(2 * (high - low))
 
 
 def _run(*args, **env_extra):

@@ -317,7 +317,8 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
     if any(entry.get("distance_to_hmc") for entry in numbers["methods"].values()):
         paths += _save_figure(draw_distances(numbers), Path(figures_folder) / f"hmc_distance_{name}")
     tables = {"summary": summary_rows(numbers), "distance_to_hmc": distance_rows(numbers), "hmc": hmc_rows(numbers),
-              "hmc_reference_unconverged_tasks": marked, "provenance": numbers.get("provenance")}
+              "hmc_reference_unconverged_tasks": marked, "provenance": numbers.get("provenance"),
+              "added_methods": numbers.get("added_methods")}
     warning = "" if not marked or "hmc" not in grids else (
         f"**† The HMC-NUTS reference is not converged in function space after task(s) {', '.join(map(str, marked))}** "
         "(rank-normalised split R̂ of its predictive probabilities at the test and grid points above 1.01, or bulk ESS "

@@ -23,7 +23,7 @@ from ..engine.train import Method
 __all__ = ['SETTINGS_CHOICES', 'PLOT_WINDOWS', 'AXIS_LABELS', 'VISUALISATION_SEQUENCES', 'HMC_REFERENCES', 'PARAMETER_TYPES',
            'MethodSpec', 'build_method', 'grid_shape', 'plot_grid', 'total_variation', 'kl_divergence',
            'grid_distances', 'MethodRun', 'hmc_reference_sample', 'hmc_function_space', 'run_method', 'safe_run',
-           'check_parameter_names', 'check_parameters', 'validate_parameters']
+           'method_entry', 'check_parameter_names', 'check_parameters', 'validate_parameters']
 
 # %% ../../nbs/figure/50_visualisation.ipynb #57fb71a7
 SETTINGS_CHOICES = ("paper",)  # the `preset` parameter of the visualisation: the paper's settings
@@ -207,6 +207,18 @@ def safe_run(fn: Callable, *args, **kwargs) -> tuple[Any, dict | None]:
         return fn(*args, **kwargs), None
     except Exception as error:  # a failed method is recorded, not fatal
         return None, {"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()}
+
+def method_entry(run: MethodRun) -> dict:
+    """A method's entry in a run's numbers: its test accuracies, final average accuracy per seed (%) with mean and
+    sd, the grid selected per seed, HMC's diagnostics (HMC only) and timings."""
+    from bcl.metrics import final_average_accuracy
+    final = final_average_accuracy(run.accuracy) * 100
+    info = dict(run.info)
+    return {"status": "ok", "test_accuracy": run.accuracy,
+            "final_average_accuracy": {"per_seed": final, "mean": final.mean(),
+                                       "std": final.std(ddof=1) if len(final) > 1 else 0.0},
+            "selected": info.pop("selected", None), "hmc": info if run.name == "hmc" else None,
+            "timings": {k: info[k] for k in ("compile_s", "run_s", "wall_s", "grid_predict_s") if k in info}}
 
 # %% ../../nbs/figure/50_visualisation.ipynb #3d8f52af
 PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, "epochs": (int, type(None)),

@@ -73,10 +73,9 @@ from IPython.display import Image, Markdown, display
 from bcl.core import project_root, results_dir
 from bcl.data.sequences import load_sequence
 from bcl.methods.hmc import parallel_chain_devices
-from bcl.figure.visualisation import (PLOT_WINDOWS, build_method, grid_distances, plot_grid, run_method, safe_run,
-                            validate_parameters)
+from bcl.figure.visualisation import (PLOT_WINDOWS, build_method, grid_distances, method_entry, plot_grid,
+                                     run_method, safe_run, validate_parameters)
 from bcl.figure.report import write_numbers, write_report
-from bcl.metrics import final_average_accuracy
 
 # %% [markdown]
 # ## Parameters, validated
@@ -137,14 +136,9 @@ for name in settings["methods"]:
         entries[name] = {"status": "failed", "error": error, "timings": {"wall_s": time.perf_counter() - began}}
         print(f"{name:11s} FAILED ({error['type']}): {error['message'][:300]}")
         continue
-    final = final_average_accuracy(result.accuracy) * 100
-    info = dict(result.info)
-    entries[name] = {"status": "ok", "test_accuracy": result.accuracy,
-                     "final_average_accuracy": {"per_seed": final, "mean": final.mean(),
-                                                "std": final.std(ddof=1) if len(final) > 1 else 0.0},
-                     "selected": info.pop("selected", None), "hmc": info if name == "hmc" else None,
-                     "timings": {k: info[k] for k in ("compile_s", "run_s", "wall_s", "grid_predict_s") if k in info}}
+    entries[name] = method_entry(result)
     grids[name] = result.grid_probs
+    final = entries[name]["final_average_accuracy"]["per_seed"]
     print(f"{name:11s} final average accuracy {final.mean():6.2f} %  (per seed {np.round(final, 2).tolist()})  "
           f"wall {time.perf_counter() - began:.1f} s")
 
