@@ -91,7 +91,8 @@ def ledger_main(argv: list[str] | None = None) -> int:
     from bcl.table.plan import SCHEDULES, run_name
     parser = argparse.ArgumentParser(prog="bcl-ledger", description="Assemble the ledger of Table faa: every cell "
                                      "of ours beside the paper's, as markdown, LaTeX, JSON and a figure.")
-    parser.add_argument("table", type=str.lower, choices=("faa",))
+    parser.add_argument("table", type=str.lower, choices=("faa", "beyond"),
+                        help="faa: the paper's table, judged; beyond: the table beyond the paper (bcl.beyond), reported")
     parser.add_argument("--profile", type=str.lower, default="offline", choices=tuple(PROFILES))
     parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs",
                         help="epochs (the paper's), steps (the paper's optimiser steps per task), matched (prior "
@@ -103,6 +104,20 @@ def ledger_main(argv: list[str] | None = None) -> int:
                         "being replaced that the batch folder lacks")
     return one_line_errors("bcl-ledger", _write_ledger, parser.parse_args(argv))
 
+def _write_beyond_ledger(batch: Path, tables: Path, name: str) -> int:
+    "The ledger of the table beyond the paper (`bcl.table.beyond_ledger`), with its projection if one is written."
+    from bcl.table.beyond_ledger import write_beyond_ledger
+    if not batch.exists():
+        print(f"No batch folder {batch}: run experiments/run_table.py beyond first.", file=sys.stderr)
+        return 2
+    projection_file = tables / f"beyond_{name}_projection.json"
+    cells = json.loads(projection_file.read_text())["cells"] if projection_file.exists() else {}
+    projection = {key: c["hours"] for key, c in cells.items() if c.get("hours") is not None and not c["finished"]}
+    paths = write_beyond_ledger(batch, tables, name, projection)
+    print(paths["md"].read_text())
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
     from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, Judging, extractor_regimes, ledger_entries,
@@ -113,6 +128,8 @@ def _write_ledger(args) -> int:
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
     smoke = check_profile(args.profile).mock_data  # mock data: its ledger stays with its results, out of the tracked folders
     tables = Path(args.tables) if args.tables else batch if smoke else project_root() / "experiments" / "tables"
+    if args.table == "beyond":
+        return _write_beyond_ledger(batch, tables, name)
     if not batch.exists() and (args.drop_previous or not (tables / f"faa_{name}.json").exists()):
         print(f"No batch folder {batch}: run experiments/run_table.py faa --profile {args.profile} first.",
               file=sys.stderr)

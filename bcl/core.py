@@ -257,7 +257,7 @@ class _TaskSequenceFields(NamedTuple):
     input_shape: tuple[int, ...]
     input_bounds: tuple[np.ndarray, np.ndarray]
     class_names: tuple[str, ...] = ()
-    incremental: str = "class"  # "class", "domain" or "pretraining"
+    incremental: str = "class"  # "class", "domain", "task" (the task given, `bcl.engine.heads`) or "pretraining"
 
 class TaskSequence(_TaskSequenceFields):
     "A named sequence of tasks with what a model needs to know about them; `len` is the number of tasks."

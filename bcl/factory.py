@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from .core import did_you_mean
 from .core import TaskSequence, check_positive
+from .engine.heads import method_likelihood
 from .engine.train import Method, output_units
 from .paper import (EXTRA_METHODS, METHOD_INFO, USER_METHODS, SequenceSetup, map_settings, method_name,
                        sequence_setup, svi_settings)
@@ -145,7 +146,7 @@ def build(name: str, sequence: TaskSequence, setup: SequenceSetup | None = None,
     name = method_name(name)
     setup = sequence_setup(sequence.name) if setup is None else setup
     settings = method_settings(name, setup, component_noise=component_noise, **overrides)
-    method, hyper = make_method(name, paper_network(setup, sequence, conv_impl), sequence.likelihood, settings)
+    method, hyper = make_method(name, paper_network(setup, sequence, conv_impl), method_likelihood(sequence), settings)
     if data_scale != 1.0:
         method = method.with_training(data_scale=data_scale)
     return Built(name, method, hyper, settings)

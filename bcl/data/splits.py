@@ -62,7 +62,7 @@ def plan_splits(labels, class_split: Sequence[Sequence], test_labels=None, *, st
                      per_task(test_index, test_labels), test_source)
 
 # %% ../../nbs/data/10_splits.ipynb #b7c90cfe
-_INCREMENTAL = ("class", "domain", "pretraining")
+_INCREMENTAL = ("class", "domain", "task", "pretraining")
 
 def _check_class_split(class_split, labels, label_map, incremental) -> list:
     if not class_split or any(len(classes) == 0 for classes in class_split):
@@ -74,7 +74,7 @@ def _check_class_split(class_split, labels, label_map, incremental) -> list:
     for t, classes in enumerate(class_split, start=1):
         for c in classes:
             if c in owner and incremental != "domain":
-                raise ValueError(f"Class {c!r} is in task {owner[c]} and task {t}; in a class-incremental "
+                raise ValueError(f"Class {c!r} is in task {owner[c]} and task {t}; in a class- or task-incremental "
                                  "sequence every class belongs to one task (pass incremental='domain' to allow it).")
             owner.setdefault(c, t)
     present = set(np.unique(labels).tolist())
@@ -227,11 +227,11 @@ def validate_sequence(sequence: TaskSequence) -> None:
                                  f"({len(split.xs)},).")
             if len(split.ys) and (split.ys.min() < 0 or split.ys.max() >= top):
                 raise ValueError(f"{where}: labels span [{split.ys.min()}, {split.ys.max()}], outside [0, {top}).")
-        if sequence.incremental == "class":
+        if sequence.incremental in ("class", "task"):
             for label in np.unique(task.train.ys).tolist():
                 if seen.setdefault(label, t) != t:
                     raise ValueError(f"{sequence.name}: label {label} is in task {seen[label]} and task {t} of a "
-                                     "class-incremental sequence.")
+                                     f"{sequence.incremental}-incremental sequence.")
     low = np.min([task.train.xs.min(0) for task in sequence.tasks], axis=0)
     high = np.max([task.train.xs.max(0) for task in sequence.tasks], axis=0)
     if not (np.array_equal(sequence.input_bounds[0], low) and np.array_equal(sequence.input_bounds[1], high)):

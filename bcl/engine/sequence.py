@@ -23,7 +23,8 @@ from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoi
 from ..core import TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
 from ..metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
                          forward_transfer, mean_nll)
-from .train import (LIKELIHOODS, Method, MethodState, make_task_and_end_program, output_units, task_split,
+from .heads import TaskHeads, given_task, method_likelihood
+from .train import (Method, MethodState, make_task_and_end_program, output_units, task_split,
                               vmap_program)
 
 # %% auto #0
@@ -67,9 +68,12 @@ def check_sequence(method: Method, sequence: TaskSequence) -> None:
         raise ValueError(f"sequence must be a bcl.core.TaskSequence (e.g. from bcl.data.sequences.load_sequence), got "
                          f"{type(sequence).__name__}.")
     model = method.model
-    if method.likelihood not in LIKELIHOODS or method.likelihood != sequence.likelihood:
+    needed = method_likelihood(sequence)
+    if method.likelihood != needed:
+        hint = (" (a task-incremental sequence: build the method with bcl.engine.heads.method_likelihood(sequence), as "
+                "bcl.factory.build does)" if isinstance(needed, TaskHeads) else "")
         raise ValueError(f"Method {method.name!r} uses the {method.likelihood!r} likelihood but sequence "
-                         f"{sequence.name!r} needs {sequence.likelihood!r}.")
+                         f"{sequence.name!r} needs {needed!r}{hint}.")
     n_classes = 2 if sequence.likelihood == "sigmoid" else model.n_outputs
     expected_outputs = output_units(sequence.likelihood, sequence.n_outputs)
     if model.n_outputs != expected_outputs:
@@ -225,6 +229,8 @@ def _evaluate(method, sequence, state, predict_keys, chunk: int, timings: dict,
             ys = np.asarray(split.ys)
             block = probs[:, :, offset:offset + len(ys)]
             offset += len(ys)
+            if isinstance(method.likelihood, TaskHeads):  # task-incremental: the task is given, its head is read
+                block = given_task(block, method.likelihood, j + 1)
             for metric, fn in METRICS.items():
                 for g in range(G):
                     for k in range(S):

@@ -13,13 +13,15 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from ..core import Split, TaskSequence, check_positive, named_keys
+from .heads import TaskHeads, head_log_probabilities
 from ..models import Model
 
 # %% auto #0
-__all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'predict_probabilities', 'nll_sum', 'n_batches', 'onecycle_schedule',
-           'onecycle_adam', 'constant_adam', 'Batch', 'epoch_batches', 'MethodState', 'TaskInfo', 'Training', 'Method',
-           'task_split', 'sample_without_replacement', 'Coreset', 'coreset_init', 'coreset_add', 'coreset_draw',
-           'epoch_plan', 'task_update', 'make_task_program', 'vmap_program', 'make_task_and_end_program']
+__all__ = ['LIKELIHOODS', 'class_logits', 'output_units', 'class_log_probabilities', 'predict_probabilities', 'nll_sum',
+           'n_batches', 'onecycle_schedule', 'onecycle_adam', 'constant_adam', 'Batch', 'epoch_batches', 'MethodState',
+           'TaskInfo', 'Training', 'Method', 'task_split', 'sample_without_replacement', 'Coreset', 'coreset_init',
+           'coreset_add', 'coreset_draw', 'epoch_plan', 'task_update', 'make_task_program', 'vmap_program',
+           'make_task_and_end_program']
 
 # %% ../../nbs/engine/20_train.ipynb #153812b1
 LIKELIHOODS = ("softmax", "sigmoid")
@@ -40,14 +42,22 @@ def output_units(likelihood: str, n_classes: int) -> int:
         raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS}.")
     return 1 if likelihood == "sigmoid" else int(n_classes)
 
-def predict_probabilities(logits: jax.Array, likelihood: str) -> jax.Array:
-    "Predictive probabilities (n, C) from logits (n, n_outputs); C = 2 for `'sigmoid'`."
+def class_log_probabilities(logits: jax.Array, likelihood) -> jax.Array:
+    "log p(c | x) (n, C): the log-softmax of `class_logits`; under `TaskHeads`, each output's within its head."
+    if isinstance(likelihood, TaskHeads):
+        return head_log_probabilities(logits, likelihood)
+    return jax.nn.log_softmax(class_logits(logits, likelihood), axis=-1)
+
+def predict_probabilities(logits: jax.Array, likelihood) -> jax.Array:
+    "Predictive probabilities (n, C) from logits (n, n_outputs); C = 2 for `'sigmoid'`; one distribution per head under `TaskHeads`."
+    if isinstance(likelihood, TaskHeads):
+        return jnp.exp(head_log_probabilities(logits, likelihood))
     return jax.nn.softmax(class_logits(logits, likelihood), axis=-1)
 
-def nll_sum(logits: jax.Array, ys: jax.Array, likelihood: str, mask: jax.Array | None = None,
+def nll_sum(logits: jax.Array, ys: jax.Array, likelihood, mask: jax.Array | None = None,
             class_weights: jax.Array | None = None) -> jax.Array:
-    "Summed (class-weighted, masked) negative log-likelihood of integer labels `ys` under `logits`."
-    log_p = jax.nn.log_softmax(class_logits(logits, likelihood), axis=-1)
+    "Summed (class-weighted, masked) negative log-likelihood of integer labels `ys` under `logits` (`TaskHeads`: each label's head)."
+    log_p = class_log_probabilities(logits, likelihood)
     picked = jnp.take_along_axis(log_p, ys[:, None].astype(jnp.int32), axis=-1)[:, 0]
     weight = jnp.ones_like(picked) if mask is None else mask.astype(picked.dtype)
     if class_weights is not None:

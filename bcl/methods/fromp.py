@@ -13,6 +13,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from ..core import check_positive, row_chunks
+from ..engine.heads import TaskHeads, task_head
 from ..engine.train import Method, MethodState, Training, nll_sum
 from .map import map_predict
 from ..models import Model
@@ -24,13 +25,18 @@ __all__ = ['SETTINGS', 'TOY_SETTINGS', 'output_probabilities', 'memorable_scores
            'build']
 
 # %% ../../nbs/methods/44_fromp.ipynb #68506b57
-def output_probabilities(logits: jax.Array) -> jax.Array:
-    "FROMP's outputs m(x): the softmax of the logits (n, C), or the sigmoid of a single logit (n, 1)."
-    return jax.nn.sigmoid(logits) if logits.shape[-1] == 1 else jax.nn.softmax(logits, axis=-1)
+def output_probabilities(logits: jax.Array, head: jax.Array | None = None) -> jax.Array:
+    """FROMP's outputs m(x): the softmax of the logits (n, C), or the sigmoid of a single logit (n, 1); with a task's
+    `head` (a 0/1 mask over the C logits, task-incremental), the softmax of the head's logits and 0 elsewhere."""
+    if logits.shape[-1] == 1:
+        return jax.nn.sigmoid(logits)
+    if head is None:
+        return jax.nn.softmax(logits, axis=-1)
+    return jax.nn.softmax(jnp.where(head > 0, logits, -jnp.inf), axis=-1)
 
-def memorable_scores(logits: jax.Array) -> jax.Array:
+def memorable_scores(logits: jax.Array, head: jax.Array | None = None) -> jax.Array:
     "tr Λ(x) of each row: Σ_c p_c(1 − p_c) for C > 1 logits, σ(f)(1 − σ(f)) for one (the official utils.py:40-51)."
-    p = output_probabilities(logits)
+    p = output_probabilities(logits, head)
     return jnp.sum(p * (1 - p), axis=-1)
 
 # %% ../../nbs/methods/44_fromp.ipynb #864d51e7
@@ -60,24 +66,25 @@ def select_memorable(key: jax.Array | None, model: Model, params, xs: jax.Array,
     return jnp.concatenate(rows).astype(jnp.int32)
 
 # %% ../../nbs/methods/44_fromp.ipynb #62aef880
-def _hessian_factors(logits: jax.Array) -> jax.Array:
-    "Rows v_c with Σ_c v_c v_cᵀ = Λ for one example's logits (C,): √p_c (e_c − p), or √(σ(1 − σ)) for one logit."
+def _hessian_factors(logits: jax.Array, head: jax.Array | None = None) -> jax.Array:
+    """Rows v_c with Σ_c v_c v_cᵀ = Λ for one example's logits (C,): √p_c (e_c − p), or √(σ(1 − σ)) for one logit;
+    with a `head`, Λ of the head's softmax (rows of the other classes 0)."""
     if logits.shape[-1] == 1:
         s = jax.nn.sigmoid(logits)
         return jnp.sqrt(s * (1 - s))[None]
-    p = jax.nn.softmax(logits)
+    p = jax.nn.softmax(logits) if head is None else output_probabilities(logits, head)
     return jnp.sqrt(p)[:, None] * (jnp.eye(logits.shape[-1], dtype=p.dtype) - p)
 
-def ggn_diagonal(model: Model, params, xs: jax.Array, chunk_size: int = 64):
+def ggn_diagonal(model: Model, params, xs: jax.Array, chunk_size: int = 64, head: jax.Array | None = None):
     """Σ_i diag(J_iᵀ Λ_i J_i) over the rows of `xs`, a pytree like `params` (the official `update_fisher`, summed
-    over the data, not averaged); `chunk_size` examples at a time."""
+    over the data, not averaged); `chunk_size` examples at a time; Λ of the rows' task `head` if given."""
     flat, unravel = ravel_pytree(params)
 
     def one(x):  # Σ_c (Jᵀ v_c)², one class at a time
         logits, vjp = jax.vjp(lambda w: model.apply(unravel(w), x[None])[0], flat)
         def add_class(total, v):
             return total + jnp.square(vjp(v)[0]), None
-        return jax.lax.scan(add_class, jnp.zeros_like(flat), _hessian_factors(logits))[0]
+        return jax.lax.scan(add_class, jnp.zeros_like(flat), _hessian_factors(logits, head))[0]
 
     def step(total, inputs):
         x_chunk, m_chunk = inputs
@@ -90,10 +97,10 @@ def posterior_variance(ggn, prior_precision: float):
     return jax.tree.map(lambda g: 1.0 / (g + prior_precision), ggn)
 
 # %% ../../nbs/methods/44_fromp.ipynb #7fdbe8b2
-def _class_rows(model: Model, flat: jax.Array, unravel, xs: jax.Array, c) -> jax.Array:
-    "G_c (M, P): the gradient of m_c(x_m) in the flat parameters for each row x_m of `xs`."
+def _class_rows(model: Model, flat: jax.Array, unravel, xs: jax.Array, c, head=None) -> jax.Array:
+    "G_c (M, P): the gradient of m_c(x_m) in the flat parameters for each row x_m of `xs` (m of the rows' `head`)."
     def m_c(w, x):
-        return output_probabilities(model.apply(unravel(w), x[None]))[0, c]
+        return output_probabilities(model.apply(unravel(w), x[None]), head)[0, c]
     return jax.vmap(jax.grad(m_c), in_axes=(None, 0))(flat, xs)
 
 def _n_outputs(model: Model, params, xs: jax.Array) -> int:
@@ -105,12 +112,13 @@ def output_jacobian(model: Model, params, xs: jax.Array) -> jax.Array:
     classes = jnp.arange(_n_outputs(model, params, xs))
     return jax.lax.map(lambda c: _class_rows(model, flat, unravel, xs, c), classes)
 
-def fromp_kernel(model: Model, params, xs: jax.Array, variance) -> jax.Array:
-    "FROMP's kernel blocks K_c = G_c Σ G_cᵀ (C, M, M) of the rows of `xs`, Σ = diag(`variance`), no jitter."
+def fromp_kernel(model: Model, params, xs: jax.Array, variance, head: jax.Array | None = None) -> jax.Array:
+    """FROMP's kernel blocks K_c = G_c Σ G_cᵀ (C, M, M) of the rows of `xs`, Σ = diag(`variance`), no jitter; with the
+    rows' task `head`, of its softmax (the blocks of the other classes 0)."""
     flat, unravel = ravel_pytree(params)
     v = ravel_pytree(variance)[0]
     def block(c):
-        rows = _class_rows(model, flat, unravel, xs, c)
+        rows = _class_rows(model, flat, unravel, xs, c, head)
         return (rows * v) @ rows.T
     return jax.lax.map(block, jnp.arange(_n_outputs(model, params, xs)))
 
@@ -138,28 +146,35 @@ def stable_cholesky(matrix: jax.Array, jitter: float, tries: int = 9) -> jax.Arr
     return jnp.take_along_axis(factors, first[None, ..., None, None], axis=0)[0]
 
 def fromp_memory(model: Model, params, xs: jax.Array, count, variance, jitter: float = 1e-5,
-                 weights: jax.Array | None = None) -> FrompMemory:
+                 weights: jax.Array | None = None, heads: jax.Array | None = None) -> FrompMemory:
     """Targets and kernel factors of the first `count` task slots of `xs` (T, M, ...) at `params`, with Σ =
     diag(`variance`) (the official `init_task`, whose default jitter is 1e-5); points of `weights` (T, M) 0 are left
-    out (their rows and columns of K become the identity's), all points count when `weights` is None."""
+    out (their rows and columns of K become the identity's), all points count when `weights` is None. With `heads`
+    (T, C), slot s holds the outputs of task s + 1's head (task-incremental)."""
     n_tasks, n_points = xs.shape[:2]
     weights = jnp.ones((n_tasks, n_points)) if weights is None else jnp.asarray(weights, jnp.float32)
     eye = jnp.eye(n_points)
     def one(inputs):
-        task_xs, w = inputs
-        kernel = fromp_kernel(model, params, task_xs, variance) * jnp.outer(w, w) + jnp.diag(1 - w)
+        task_xs, w, head = inputs
+        kernel = fromp_kernel(model, params, task_xs, variance, head) * jnp.outer(w, w) + jnp.diag(1 - w)
         chol = stable_cholesky(kernel, jitter)
-        return jax.lax.stop_gradient(output_probabilities(model.apply(params, task_xs))) * w[:, None], chol
-    targets, chol = jax.lax.map(one, (xs, weights))
+        return jax.lax.stop_gradient(output_probabilities(model.apply(params, task_xs), head)) * w[:, None], chol
+    if heads is None:
+        targets, chol = jax.lax.map(lambda inputs: one((*inputs, None)), (xs, weights))
+    else:
+        targets, chol = jax.lax.map(one, (xs, weights, jnp.asarray(heads)))
     stored = jnp.arange(n_tasks) < count
     chol = jnp.where(stored[:, None, None, None], chol, eye.astype(chol.dtype))
     return FrompMemory(xs, jnp.where(stored[:, None, None], targets, 0.0), chol, jnp.asarray(count, jnp.int32),
                        jnp.where(stored[:, None], weights, 0.0))
 
-def fromp_penalty(model: Model, params, memory: FrompMemory, tau) -> jax.Array:
-    "R(θ) = τ/2 Σ_{stored s} Σ_c δ_{s,c}ᵀ K_{s,c}⁻¹ δ_{s,c}, δ = m(θ) − m_old at the memorable points (weight 1)."
+def fromp_penalty(model: Model, params, memory: FrompMemory, tau, heads: jax.Array | None = None) -> jax.Array:
+    """R(θ) = τ/2 Σ_{stored s} Σ_c δ_{s,c}ᵀ K_{s,c}⁻¹ δ_{s,c}, δ = m(θ) − m_old at the memorable points (weight 1);
+    with `heads` (T, C), m of slot s is task s + 1's head."""
     n_tasks, n_points = memory.xs.shape[:2]
-    outputs = output_probabilities(model.apply(params, memory.xs.reshape(n_tasks * n_points, *memory.xs.shape[2:])))
+    row_heads = None if heads is None else jnp.repeat(jnp.asarray(heads), n_points, axis=0)
+    outputs = output_probabilities(model.apply(params, memory.xs.reshape(n_tasks * n_points, *memory.xs.shape[2:])),
+                                   row_heads)
     delta = (outputs.reshape(memory.targets.shape) - memory.targets) * memory.weights[..., None]
     delta = jnp.swapaxes(delta, 1, 2)  # (T, C, M)
     solve = jax.vmap(jax.vmap(lambda chol, d: jax.scipy.linalg.cho_solve((chol, True), d)))
@@ -168,14 +183,14 @@ def fromp_penalty(model: Model, params, memory: FrompMemory, tau) -> jax.Array:
 
 # %% ../../nbs/methods/44_fromp.ipynb #04938529
 def memorable_rows(model: Model, params, xs: jax.Array, ys: jax.Array, n_classes: int, n_points: int,
-                   mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+                   mask: jax.Array | None = None, head: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """`select_memorable`'s choice when a task's classes are known only at run time (inside a program compiled once
     for all tasks): ⌊n_points/C_t⌋ rows of each of the C_t classes (of `n_classes`) among the rows of `mask` 1 (all
     when None), largest scores first. Returns `(rows, weights)`, both (n_points,): weight 0 marks a slot left empty,
     the n_points − C_t⌊n_points/C_t⌋ left over and those of a class with fewer rows than its share."""
     n_rows = xs.shape[0]
     mask = jnp.ones(n_rows) if mask is None else mask
-    scores = jnp.where(mask > 0, memorable_scores(model.apply(params, xs)), -jnp.inf)
+    scores = jnp.where(mask > 0, memorable_scores(model.apply(params, xs), head), -jnp.inf)
     members = (ys[None, :] == jnp.arange(n_classes)[:, None]) & (mask[None, :] > 0)  # (C, N)
     present = jnp.any(members, axis=1)
     share = n_points // jnp.maximum(jnp.sum(present), 1)
@@ -207,13 +222,15 @@ def fromp(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: f
     """FROMP as a `Method`: the summed NLL of a batch plus (N_t/n_batches)·`fromp_penalty` (τ per data point, as the
     official code's); at the end of each task its `n_points` memorable points (`memorable_rows`), its GGN diagonal
     added to the running sum, and every stored task's targets and kernels recomputed with Σ = 1/(GGN + `precision`).
-    MAP prediction. Defaults: the official Split MNIST settings (`SETTINGS`)."""
+    MAP prediction. Defaults: the official Split MNIST settings (`SETTINGS`). Under `TaskHeads` every stored task
+    is regularised on its own head, as the official multi-head Split MNIST (train_splitmnist.py:32-38)."""
     check_positive("batch_size", batch_size, integer=True)
     check_positive("epochs", epochs, integer=True)
     check_positive("n_points", n_points, integer=True)
     for name, value in (("tau", tau), ("jitter", jitter), ("precision", precision)):
         check_positive(name, value)
     n_classes = 2 if likelihood == "sigmoid" else model.n_outputs
+    heads = likelihood.masks if isinstance(likelihood, TaskHeads) else None
 
     def init(key, sequence):
         params = model.init(key)
@@ -222,17 +239,18 @@ def fromp(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: f
 
     def loss(params, memory, key, batch, hyper, task):
         nll = nll_sum(model.apply(params, batch.xs), batch.ys, likelihood, batch.mask)
-        penalty = task.n_train / task.n_batches * fromp_penalty(model, params, memory.points, tau)
+        penalty = task.n_train / task.n_batches * fromp_penalty(model, params, memory.points, tau, heads)
         return nll + penalty, {"nll": nll, "penalty": penalty}
 
     def end_task(key, state, split, hyper, task):
         params, (points, ggn) = state
         xs, ys = jnp.asarray(split.xs), jnp.asarray(split.ys)
-        rows, weights = memorable_rows(model, params, xs, ys, n_classes, n_points)
-        ggn = jax.tree.map(jnp.add, ggn, ggn_diagonal(model, params, xs))
+        head = task_head(likelihood, task.index)
+        rows, weights = memorable_rows(model, params, xs, ys, n_classes, n_points, head=head)
+        ggn = jax.tree.map(jnp.add, ggn, ggn_diagonal(model, params, xs, head=head))
         slot = points.count
         points = fromp_memory(model, params, points.xs.at[slot].set(xs[rows].astype(points.xs.dtype)), slot + 1,
-                              posterior_variance(ggn, precision), jitter, points.weights.at[slot].set(weights))
+                              posterior_variance(ggn, precision), jitter, points.weights.at[slot].set(weights), heads)
         return MethodState(params, FrompState(points, ggn))
 
     settings = dict(batch_size=batch_size, epochs=epochs, tau=tau, n_points=n_points, jitter=jitter,

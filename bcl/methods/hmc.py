@@ -25,6 +25,7 @@ from jax.flatten_util import ravel_pytree
 from ..core import TaskSequence, atomic_write_bytes, check_positive, named_keys, tree_vdot
 from ..models import Model
 from ..engine.checkpoint import array_digest
+from ..engine.heads import TaskHeads, given_task, method_likelihood
 from ..engine.train import nll_sum, predict_probabilities
 from ..provenance import canonical_json, code_version
 
@@ -509,7 +510,7 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
                              "data).")
     if pad is None:
         pad = sum(len(task.train) for task in sequence.tasks) <= PAD_MAX_EXAMPLES
-    log_posterior = joint_log_posterior(model.apply, sequence.likelihood, precision)
+    log_posterior = joint_log_posterior(model.apply, method_likelihood(sequence), precision)
     sampler = hmc_sampler(log_posterior, num_warmup=num_warmup, num_samples=num_samples,
                           max_num_doublings=max_num_doublings, target_acceptance_rate=target_acceptance_rate,
                           devices=devices, vectorise_chains=vectorise_chains)
@@ -552,6 +553,9 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, preci
     return out
 
 def sequence_test_accuracies(samples, model: Model, sequence: TaskSequence) -> np.ndarray:
-    "BMA test accuracy of `samples` on every task of `sequence` (T,); its mean is the final average accuracy."
-    return np.array([hmc_accuracy(samples, model, task.test.xs, task.test.ys, sequence.likelihood)
-                     for task in sequence.tasks])
+    "BMA test accuracy of `samples` on every task of `sequence` (T,), the task given if task-incremental; its mean is the final average accuracy."
+    likelihood = method_likelihood(sequence)
+    if not isinstance(likelihood, TaskHeads):
+        return np.array([hmc_accuracy(samples, model, task.test.xs, task.test.ys, likelihood) for task in sequence.tasks])
+    return np.array([np.mean(given_task(hmc_predict(samples, model, task.test.xs, likelihood), likelihood, t).argmax(-1)
+                             == np.asarray(task.test.ys)) for t, task in enumerate(sequence.tasks, start=1)])

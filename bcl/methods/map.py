@@ -16,8 +16,9 @@ from jax.flatten_util import ravel_pytree
 from ..core import Split, TaskSequence, check_positive, row_chunks
 from ..models import Model
 from ..paper import EWC_LAMBDAS, SI_XIS
-from ..engine.train import (Batch, Method, MethodState, Training, class_logits, coreset_add, coreset_draw, coreset_init,
-                       nll_sum, predict_probabilities)
+from ..engine.heads import TaskHeads, task_head
+from ..engine.train import (Batch, Method, MethodState, Training, class_log_probabilities, class_logits, coreset_add,
+                              coreset_draw, coreset_init, nll_sum, predict_probabilities)
 
 # %% auto #0
 __all__ = ['l2_penalty', 'quadratic_penalty', 'map_predict', 'finetuning', 'joint_data', 'joint', 'expected_fisher',
@@ -86,14 +87,19 @@ def joint(model: Model, likelihood: str, *, batch_size: int, epochs: int, precis
                                                               settings=method.settings | {"pad_tasks": pad_tasks})
 
 # %% ../../nbs/methods/40_map.ipynb #9b5d3f3e
-def expected_fisher(model: Model, likelihood: str, params, xs: jax.Array, fisher_batch: int = 64):
-    "Diagonal expected Fisher averaged over the rows of `xs`: mean_i Σ_c p_c(x_i) (∇θ log p_c(x_i))²."
+def expected_fisher(model: Model, likelihood, params, xs: jax.Array, fisher_batch: int = 64, head=None):
+    """Diagonal expected Fisher averaged over the rows of `xs`: mean_i Σ_c p_c(x_i) (∇θ log p_c(x_i))²; under
+    `TaskHeads` the sum runs over the classes of `head` (the (C,) mask of the task the rows belong to)."""
     n = xs.shape[0]
     flat_params, unravel = ravel_pytree(params)
 
     def one(x):  # Σ_c p_c (∂ log p_c / ∂θ)², over the flat parameter vector, one class at a time
-        log_p = lambda flat: jax.nn.log_softmax(class_logits(model.apply(unravel(flat), x[None]), likelihood)[0])
-        probs = jax.lax.stop_gradient(jnp.exp(log_p(flat_params)))
+        if head is None:
+            log_p = lambda flat: jax.nn.log_softmax(class_logits(model.apply(unravel(flat), x[None]), likelihood)[0])
+            probs = jax.lax.stop_gradient(jnp.exp(log_p(flat_params)))
+        else:
+            log_p = lambda flat: class_log_probabilities(model.apply(unravel(flat), x[None]), likelihood)[0]
+            probs = jax.lax.stop_gradient(jnp.exp(log_p(flat_params))) * head
 
         def add_class(total, c):
             return total + probs[c] * jnp.square(jax.grad(lambda flat: log_p(flat)[c])(flat_params)), None
@@ -130,7 +136,7 @@ def ewc(model: Model, likelihood: str, *, batch_size: int, epochs: int, precisio
         return MethodState(params, QuadraticMemory(jax.tree.map(jnp.zeros_like, params),
                                                    jax.tree.map(lambda p: jnp.full_like(p, precision), params)))
     def end_task(key, state, split, hyper, task):
-        fisher = expected_fisher(model, likelihood, state.params, split.xs, fisher_batch)
+        fisher = expected_fisher(model, likelihood, state.params, split.xs, fisher_batch, task_head(likelihood, task.index))
         hessian = jax.tree.map(jnp.add, state.memory.hessian, fisher)
         return MethodState(state.params, QuadraticMemory(state.params, hessian))
     return Method("ewc", model, likelihood, init, _consolidation_loss(model, likelihood, precision), end_task,
@@ -202,7 +208,7 @@ def map_suite(model: Model, likelihood: str, *, learning_rate: float, batch_size
     `TypeError`) and the two grids."""
     from bcl.engine.sequence import hyper_grid
     from bcl.engine.train import LIKELIHOODS
-    if likelihood not in LIKELIHOODS:
+    if not isinstance(likelihood, TaskHeads) and likelihood not in LIKELIHOODS:
         raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS} (lower case).")
     check_positive("learning_rate", learning_rate)
     common = dict(epochs=epochs, precision=precision)

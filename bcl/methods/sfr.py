@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from ..core import Split, check_positive, row_chunks
+from ..engine.heads import TaskHeads, task_head
 from ..engine.train import Method, MethodState, TaskInfo, Training, nll_sum
 from .fromp import output_probabilities
 from .map import l2_penalty, map_predict
@@ -22,10 +23,10 @@ __all__ = ['SETTINGS', 'TOY_SETTINGS', 'output_curvature', 'logit_rows', 'dual_p
            'sfr_store', 'sfr_penalty', 'settings_for', 'sfr', 'build']
 
 # %% ../../nbs/methods/45_sfr.ipynb #ea81b529
-def output_curvature(logits: jax.Array) -> jax.Array:
+def output_curvature(logits: jax.Array, head: jax.Array | None = None) -> jax.Array:
     """β (n, C): the diagonal of the NLL's Hessian in the logits, p_c(1 − p_c) under a softmax, σ(1 − σ) for one
-    logit (FROMP's `output_probabilities` p), clipped below at 1e-7 (lines 147-163)."""
-    p = output_probabilities(logits)
+    logit (FROMP's `output_probabilities` p, of the task's `head` if given), clipped below at 1e-7 (lines 147-163)."""
+    p = output_probabilities(logits, head)
     return jnp.maximum(p * (1 - p), 1e-7)
 
 def logit_rows(model: Model, params, xs: jax.Array, c) -> jax.Array:
@@ -37,10 +38,12 @@ def logit_rows(model: Model, params, xs: jax.Array, c) -> jax.Array:
 
 # %% ../../nbs/methods/45_sfr.ipynb #9eb958db
 def dual_precision(model: Model, params, zs: jax.Array, xs: jax.Array, scale, jitter: float,
-                   mask: jax.Array | None = None, chunk_size: int = 256) -> jax.Array:
+                   mask: jax.Array | None = None, chunk_size: int = 256, head: jax.Array | None = None) -> jax.Array:
     """B̄⁻¹_c = (K_zz + εI)⁻¹ (Σ_i k_zi β_ic k_iz) (K_zz + εI)⁻¹ (C, M, M) for every logit c (lines 168-216):
     the curvature of the rows of `xs` (those of `mask` 1) carried to the logits at the inducing inputs `zs` (M, ...),
-    with the kernel `scale`·J_c J_cᵀ and ε = `jitter`; computed through a QR factor (see above)."""
+    with the kernel `scale`·J_c J_cᵀ and ε = `jitter`; computed through a QR factor (see above). 9 parameters: the
+    network, the inducing and data rows with their mask, the kernel's scale and jitter, the chunk size (memory, not
+    maths) and the task's `head` (task-incremental: the curvature of its softmax)."""
     n_out = jax.eval_shape(model.apply, params, zs[:1]).shape[-1]
     mask = jnp.ones(xs.shape[0]) if mask is None else mask
     x_chunks, real = row_chunks(xs, chunk_size)
@@ -56,7 +59,7 @@ def dual_precision(model: Model, params, zs: jax.Array, xs: jax.Array, scale, ji
         def add(total, inputs):
             x_chunk, m_chunk = inputs
             v = jnp.sqrt(scale) * q1.T @ logit_rows(model, params, x_chunk, c).T  # (M, chunk)
-            beta = output_curvature(model.apply(params, x_chunk))[:, c] * m_chunk
+            beta = output_curvature(model.apply(params, x_chunk), head)[:, c] * m_chunk
             return total + (v * beta) @ v.T, None
         middle = jax.lax.scan(add, jnp.zeros_like(eye), (x_chunks, m_chunks))[0]
         r_inv = jax.scipy.linalg.solve_triangular(r, eye, lower=False)
@@ -80,17 +83,23 @@ def sfr_memory_init(n_tasks: int, n_points: int, input_shape: Sequence[int], n_o
                      jnp.zeros((), jnp.int32), jnp.zeros(n_outputs))
 
 def sfr_store(model: Model, params, memory: SfrMemory, zs: jax.Array, split: Split, task: TaskInfo,
-              precision: float, jitter: float) -> SfrMemory:
+              precision: float, jitter: float, head: jax.Array | None = None) -> SfrMemory:
     """`memory` with `task` (its first `task.n_train` rows of `split`, the rest padding) stored in the next slot:
     inducing inputs `zs`, their logits at `params`, and `dual_precision` with the kernel scale 1/(δ·N_t·t)
-    (line 185), the identity for classes not yet seen."""
+    (line 185), the identity for classes not yet seen. With the task's `head` (task-incremental), the curvature is
+    its head's and the classes outside the head get 0: they are not regularised at the task's inputs. 9 parameters:
+    the network, the memory, the task (inducing inputs, data, `TaskInfo`, head) and SFR's δ and ε."""
     xs, ys = jnp.asarray(split.xs), jnp.asarray(split.ys)
     mask = (jnp.arange(xs.shape[0]) < task.n_train).astype(jnp.float32)
     n_out = memory.targets.shape[-1]
     present = jnp.any((ys[None, :] == jnp.arange(n_out)[:, None]) & (mask[None, :] > 0), axis=1)
     seen = jnp.ones(n_out) if n_out == 1 else jnp.maximum(memory.seen, present.astype(memory.seen.dtype))
-    blocks = dual_precision(model, params, zs, xs, 1.0 / (precision * task.n_train * task.index), jitter, mask)
-    blocks = jnp.where(seen[:, None, None] > 0, blocks, jnp.eye(zs.shape[0]))
+    blocks = dual_precision(model, params, zs, xs, 1.0 / (precision * task.n_train * task.index), jitter, mask,
+                            head=head)
+    if head is None:
+        blocks = jnp.where(seen[:, None, None] > 0, blocks, jnp.eye(zs.shape[0]))
+    else:
+        blocks = jnp.where(head[:, None, None] > 0, blocks, 0.0)
     slot = memory.count
     return SfrMemory(memory.xs.at[slot].set(zs.astype(memory.xs.dtype)),
                      memory.targets.at[slot].set(jax.lax.stop_gradient(model.apply(params, zs))),
@@ -135,7 +144,8 @@ def sfr(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: flo
         params, memory = state
         rows = jax.random.randint(key, (n_points,), 0, task.n_train)
         zs = jnp.asarray(split.xs)[rows]
-        return MethodState(params, sfr_store(model, params, memory, zs, split, task, precision, jitter))
+        return MethodState(params, sfr_store(model, params, memory, zs, split, task, precision, jitter,
+                                             task_head(likelihood, task.index)))
 
     record = counts | dict(tau=tau, jitter=jitter, precision=precision)
     return Method("sfr", model, likelihood, init, loss, end_task, map_predict(model, likelihood),

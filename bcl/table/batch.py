@@ -21,14 +21,15 @@ from ..engine.loggers import PROGRESS_FILE, read_progress
 from .plan import CellPlan, CellSpec, check_profile, plan_cell
 
 # %% auto #0
-__all__ = ['TARGETS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'BEFORE_CELL', 'VISUALISATION_RUNS',
-           'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table', 'before_cell_hooks',
-           'failure_message', 'run_cell_task', 'prepare_task', 'prepare_groups', 'run_visualisation_task',
-           'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config', 'slurm_cluster', 'slurm_ready',
-           'make_client', 'watch_progress', 'list_names', 'run_table']
+__all__ = ['TARGETS', 'TABLE_LABELS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'BEFORE_CELL',
+           'VISUALISATION_RUNS', 'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table',
+           'before_cell_hooks', 'failure_message', 'run_cell_task', 'prepare_task', 'prepare_groups',
+           'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
+           'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress', 'list_names', 'run_table']
 
 # %% ../../nbs/table/64_batch.ipynb #fa7e817f
-TARGETS = ("faa", "visualisation", "all", "custom")
+TARGETS = ("faa", "visualisation", "all", "custom", "beyond")
+TABLE_LABELS = {"faa": "Table faa", "custom": "Custom cells", "beyond": "Beyond the paper"}  # progress bars
 TABLE_TEMPLATE = "91_table_cell.ipynb"
 VISUALISATION_TEMPLATE = "90_visualisation.ipynb"
 # The cheapest method first: the representative subset gives the no-extractor columns the cheapest methods.
@@ -59,7 +60,9 @@ def _filter_hints(patterns: list[str], columns, methods) -> str:
 
 def select_cells(filters: list[str] | None, subset: str | None, target: str = "faa") -> list[tuple[str, str]]:
     """(column, method) pairs in the paper's order, kept by the shell patterns `filters` on 'column/method'; for the
-    target `custom`, the registered columns with the paper's methods, bcl's own (FROMP) and the registered ones."""
+    target `custom`, the registered columns, and for `beyond` the columns of `bcl.beyond`, each with the paper's methods,
+    bcl's own (FROMP, SFR) and the registered ones."""
+    from bcl.beyond import BEYOND_COLUMN_KEYS
     from bcl.paper import EXTRA_METHODS, FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS
     from bcl.table.plan import USER_COLUMNS
     columns, methods = FAA_COLUMN_KEYS, TABLE_METHODS
@@ -70,6 +73,10 @@ def select_cells(filters: list[str] | None, subset: str | None, target: str = "f
         if subset is not None:
             raise ValueError("--subset applies to Table faa only; choose custom cells with --cells.")
         columns, methods = tuple(USER_COLUMNS), TABLE_METHODS + tuple(EXTRA_METHODS) + tuple(USER_METHODS)
+    elif target == "beyond":
+        if subset is not None:
+            raise ValueError("--subset applies to Table faa only; choose cells beyond the paper with --cells.")
+        columns, methods = BEYOND_COLUMN_KEYS, TABLE_METHODS + tuple(EXTRA_METHODS) + tuple(USER_METHODS)
     cells = [(c, m) for c in columns for m in methods]
     if subset == "representative":
         cells = _representative(cells)
@@ -423,7 +430,7 @@ def _run_on_cluster(client, todo: list[Cell], visualisations: list, args, root: 
                 for files in visualisations]
     results = []
     bar = tqdm(total=len(futures), unit="cell",
-               desc=f"{'Custom cells' if args.target == 'custom' else 'Table faa'} ({args.profile})")
+               desc=f"{TABLE_LABELS.get(args.target, 'Table faa')} ({args.profile})")
     stop = threading.Event()
     watcher = threading.Thread(target=watch_progress, args=(todo, stop, tqdm.write), daemon=True)
     watcher.start()
@@ -474,7 +481,7 @@ def _report(results: list, args, seeds: list, root: Path, wall_s: float) -> int:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     print(f"batch finished in {wall_s:.0f} s: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     print(f"results: {root} (each cell's numbers.json and executed notebook under COLUMN/METHOD/; batch.json); "
-          f"the ledger: bcl-ledger faa --profile {args.profile}"
+          f"the ledger: bcl-ledger {'beyond' if args.target == 'beyond' else 'faa'} --profile {args.profile}"
           + (f" --schedule {args.schedule}" if args.schedule != "epochs" else ""))
     failed = [r for r in results if r["status"] == "failed"]
     for r in failed:
@@ -492,10 +499,12 @@ def _record_blocked(cell: Cell) -> dict:
     return {"status": "failed", **record}
 
 def list_names(target: str | None = None) -> str:
-    "The columns and methods `--cells` accepts (the registered ones with `custom`), one per line with its label."
+    "The columns and methods `--cells` accepts (the registered ones with `custom`, those of `bcl.beyond` with `beyond`), one per line with its label."
+    from bcl.beyond import BEYOND_COLUMN_KEYS
     from bcl.paper import EXTRA_METHODS, FAA_COLUMN_KEYS, TABLE_METHODS, USER_METHODS, method_label
     from bcl.table.plan import USER_COLUMNS, table_column
-    columns = tuple(USER_COLUMNS) if target == "custom" else FAA_COLUMN_KEYS + tuple(USER_COLUMNS)
+    columns = {"custom": tuple(USER_COLUMNS), "beyond": BEYOND_COLUMN_KEYS}.get(
+        target, FAA_COLUMN_KEYS + BEYOND_COLUMN_KEYS + tuple(USER_COLUMNS))
     lines = ["columns (--cells COLUMN/METHOD, any letter case):"]
     lines += [f"  {c:<20} {table_column(c).label}" for c in columns]
     lines += ["methods:"] + [f"  {m:<20} {method_label(m)}" for m in TABLE_METHODS + tuple(EXTRA_METHODS) + tuple(USER_METHODS)]
@@ -514,12 +523,13 @@ def run_table(args) -> int:
     data_dir = args.data_dir or (str(root / "smoke-data") if profile.mock_data else None)
     start = time.perf_counter()
     cells = []
-    if args.target in ("faa", "all", "custom"):
+    if args.target in ("faa", "all", "custom", "beyond"):
         cells = [Cell(plan_cell(c, m, profile, seeds, schedule=args.schedule, plugins=args.plugins, epochs=args.epochs,
                                 extractor=args.extractor, kl_weighting=args.kl_weighting), root, data_dir)
 
 
-                 for c, m in select_cells(args.cells, args.subset, "custom" if args.target == "custom" else "faa")]
+                 for c, m in select_cells(args.cells, args.subset, args.target if args.target in ("custom", "beyond")
+                                          else "faa")]
     missing = sorted({line for cell in cells for line in cell.missing})
     if profile.strict and missing:
         print(f"The {profile.name} profile needs data that is not on this machine:\n  " + "\n  ".join(missing),

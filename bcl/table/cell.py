@@ -140,10 +140,11 @@ def cell_settings(plan: CellPlan, sequence: TaskSequence) -> tuple[dict, dict]:
 
 def build_cell_method(plan: CellPlan, sequence: TaskSequence):
     "(method, hyperparameter grid, settings record) of a cell for `sequence`."
+    from bcl.engine.heads import method_likelihood
     from bcl.factory import make_method, paper_network
     model_settings, settings = cell_settings(plan, sequence)
     model = paper_network(plan.column.setup, sequence)  # model_settings records the same setup's network
-    method, hyper = make_method(plan.method, model, sequence.likelihood, settings)  # bcl.factory: the one constructor call
+    method, hyper = make_method(plan.method, model, method_likelihood(sequence), settings)  # bcl.factory: the one constructor call
     data_scale = schedule_data_scale(plan, sequence)
     if data_scale != 1.0:
         method = method.with_training(data_scale=data_scale)
@@ -240,7 +241,8 @@ def run_cell(plan: CellPlan, data_dir: str | None = None, checkpoint: str | os.P
     return {
         "column": plan.column.key, "column_label": plan.column.label, "table": plan.column.table,
         "method": plan.method, "method_label": method_label(plan.method), "profile": plan.profile.name,
-        "sequence": plan.sequence, "pretraining": plan.pretraining, "substitute": plan.substitute,
+        "sequence": plan.sequence, "scenario": sequence.incremental,  # class, domain or task (the task given)
+        "pretraining": plan.pretraining, "substitute": plan.substitute,
         "parameters": plan.spec.parameters(), "settings": settings, "hyper_grid": configs, "seeds": list(plan.spec.seeds),
         "final_average_accuracy": _seed_summary(100 * final_average_accuracy(metric["accuracy"])),
         "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Literal, NamedTuple, Sequence
 
+from ..beyond import BEYOND_COLUMN_KEYS, beyond_column
 from ..core import check_choice
 from ..paper import (EXTRA_METHODS, FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, Column, MethodInfo, SequenceSetup,
                        faa_column, method_name)
@@ -26,14 +27,16 @@ __all__ = ['USER_COLUMNS', 'ProfileName', 'ScheduleName', 'SMOKE', 'PROFILES', '
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
 
 def table_column(key: str) -> Column:
-    "The column `key` (any letter case): one of Table faa's, or one of `register_column`."
+    "The column `key` (any letter case): one of Table faa's, of the table beyond the paper (`bcl.beyond`), or of `register_column`."
     if isinstance(key, str) and key.lower() in USER_COLUMNS:
         return USER_COLUMNS[key.lower()]
+    if isinstance(key, str) and key.lower() in BEYOND_COLUMN_KEYS:
+        return beyond_column(key)
     if not isinstance(key, str) or key.lower() not in FAA_COLUMN_KEYS:
         from bcl.core import did_you_mean
-        raise ValueError(f"Unknown column {key!r}.{did_you_mean(key, FAA_COLUMN_KEYS + tuple(USER_COLUMNS))} Choose "
-                         f"one of {', '.join(FAA_COLUMN_KEYS + tuple(USER_COLUMNS))} (any letter case; add your own "
-                         "with bcl.table.plan.register_column).")
+        known = FAA_COLUMN_KEYS + BEYOND_COLUMN_KEYS + tuple(USER_COLUMNS)
+        raise ValueError(f"Unknown column {key!r}.{did_you_mean(key, known)} Choose one of {', '.join(known)} (any "
+                         "letter case; add your own with bcl.table.plan.register_column).")
     return faa_column(key)
 
 def _check_box(low, high, key: str) -> None:
@@ -57,8 +60,8 @@ def register_column(key: str, label: str, sequence: str, setup: SequenceSetup, *
     from bcl.paper import setup as paper_setup
     if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", key):
         raise ValueError(f"A column key must be letters, digits, '_', '.' or '-' (it names result folders), got {key!r}.")
-    if key.lower() in FAA_COLUMN_KEYS:
-        raise ValueError(f"{key!r} is a column of the paper's Table faa; choose another key.")
+    if key.lower() in FAA_COLUMN_KEYS + BEYOND_COLUMN_KEYS:
+        raise ValueError(f"{key!r} is a built-in column (Table faa or the table beyond the paper); choose another key.")
     if key.lower() in USER_COLUMNS and not replace:
         raise ValueError(f"Column {key.lower()!r} is already registered; pass replace=True to replace it.")
     if not isinstance(setup, SequenceSetup):

@@ -7,9 +7,11 @@ its own (nbs/72_custom.ipynb explains each piece).
   training, 48 validation and 60 test points and one compiled program serves all five tasks;
 - setup `digits-small`: the paper's `image` setup (learning rate 0.01, 20 epochs) with a coreset of 64 points per task
   instead of 256 (more than a task has), batch 32, ER batch 16;
-- column `ci-digits-fcnn`: the sequence on `fcnn16` with that setup, SFSVI inducing inputs uniform on [0, 1]^64.
+- column `ci-digits-fcnn`: the sequence on `fcnn16` with that setup, SFSVI inducing inputs uniform on [0, 1]^64;
+- sequence `tisplitdigits` and column `ti-digits-fcnn`: the same tasks declared task-incremental (`incremental='task'`):
+  every method is built with a softmax head per task and evaluated with the task given (`bcl.engine.heads`).
 
-Run all 13 methods of the column (from the repository root):
+Run all 15 methods of the column (from the repository root):
     PYTHONPATH=experiments/plugins python experiments/run_table.py custom --plugins digits_example --cells 'ci-digits-fcnn/*'
 Registrations use `replace=True`, so importing this module after the notebook registered the same names replaces
 them instead of failing.
@@ -42,4 +44,15 @@ register_sequence("cisplitdigits", ci_split_digits, replace=True, source="scikit
                   description="CI Split Digits: scikit-learn's 8x8 digits in 5 tasks of two classes")
 register_setup("digits-small", Setup(0.01, 32, 20, 64, er_batch=16), replace=True)
 register_column("ci-digits-fcnn", "CI Split Digits, FCNN16", "cisplitdigits",
+                SequenceSetup("digits-small", "fcnn16", 0.0, 1.0), replace=True)
+
+
+def ti_split_digits(seed: int):
+    "The same five tasks in the task-incremental scenario: one softmax head per task, the task given (bcl.engine.heads)."
+    return ci_split_digits(seed)._replace(name="tisplitdigits", incremental="task")
+
+
+register_sequence("tisplitdigits", ti_split_digits, replace=True, source="scikit-learn load_digits",
+                  description="Task-IL Split Digits: scikit-learn's 8x8 digits in 5 tasks of two classes, the task given")
+register_column("ti-digits-fcnn", "Task-IL Split Digits, FCNN16", "tisplitdigits",
                 SequenceSetup("digits-small", "fcnn16", 0.0, 1.0), replace=True)
