@@ -262,6 +262,7 @@ SEQUENCE_SETUPS = {
                                  "cisplitfashionmnist", "displitfashionmnist")},
     **{name: _CNN6 for name in ("cisplitcifar10", "displitcifar8", "cisplitham8", "displitham6")},
     "dipermutedmnist5k": _IMAGE,  # not a paper setting: the paper has no Permuted MNIST (data/12b_permuted)
+    "dirotatedmnist5k": _IMAGE,  # not a paper setting: the paper has no Rotated MNIST (data/12c_rotated)
     "tisplitmnist5k": _IMAGE,  # not a paper setting: the paper has no task-incremental sequence (engine/19_heads)
 }
 

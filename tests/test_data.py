@@ -19,7 +19,7 @@ def test_registry_names_are_public_and_complete():
     paper = ["cisplit2diris", "disinusoid", "cisplitmnist", "displitmnist", "cisplitcifar10", "displitcifar8",
              "cisplitham8", "displitham6", "emnistletters", "cifar100", "bcn12"]
     offline = ["cisplitfashionmnist", "displitfashionmnist", "fashionmnist", "renderedletters", "cisplitmnist5k",
-               "displitmnist5k", "tisplitmnist5k", "dipermutedmnist5k"]
+               "displitmnist5k", "tisplitmnist5k", "dipermutedmnist5k", "dirotatedmnist5k"]
     assert data.sequence_names() == paper + offline
     with pytest.raises(ValueError, match="Valid names: .*displitmnist5k"):
         data.sequence_spec("mnist")

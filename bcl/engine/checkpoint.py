@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core import TaskSequence, atomic_write_bytes
 from ..provenance import canonical_json, code_version
+from .heads import likelihood_record
 from .train import Method, MethodState
 
 # %% auto #0
@@ -60,7 +61,8 @@ def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: 
             part = getattr(task, split)
             data[f"task {t} {split}"] = array_digest(part.xs, part.ys)
     return {"format": CHECKPOINT_FORMAT,
-            "method": {"name": method.name, "likelihood": method.likelihood, "pad_tasks": bool(method.training.pad_tasks),
+            "method": {"name": method.name, "likelihood": likelihood_record(method.likelihood),
+                       "pad_tasks": bool(method.training.pad_tasks),
                        "draws_per_step": int(method.training.draws_per_step)},
             "method settings": _plain_json(method.settings, f"Method.settings of {method.name!r}"),
             "model": {"name": model.name, "input_shape": [int(d) for d in model.input_shape],

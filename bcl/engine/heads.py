@@ -14,8 +14,8 @@ import numpy as np
 from ..core import TaskSequence
 
 # %% auto #0
-__all__ = ['TaskHeads', 'check_heads', 'task_heads', 'method_likelihood', 'head_log_probabilities', 'label_heads', 'task_head',
-           'given_task']
+__all__ = ['TaskHeads', 'check_heads', 'task_heads', 'method_likelihood', 'likelihood_record', 'head_log_probabilities',
+           'label_heads', 'task_head', 'given_task']
 
 # %% ../../nbs/engine/19_heads.ipynb #2bcf3e86
 class TaskHeads(NamedTuple):
@@ -65,6 +65,12 @@ def task_heads(sequence: TaskSequence) -> TaskHeads:
 def method_likelihood(sequence: TaskSequence):
     "The likelihood a method is built with for `sequence`: its `TaskHeads` if task-incremental, else `sequence.likelihood`."
     return task_heads(sequence) if sequence.incremental == "task" else sequence.likelihood
+
+def likelihood_record(likelihood) -> str | dict:
+    "A likelihood as plain JSON (checkpoint fingerprints, records): the string itself, or a `TaskHeads`'s heads and outputs."
+    if isinstance(likelihood, TaskHeads):
+        return {"task heads": [list(labels) for labels in likelihood.heads], "n_outputs": likelihood.n_outputs}
+    return likelihood
 
 # %% ../../nbs/engine/19_heads.ipynb #eb43c6b9
 def head_log_probabilities(logits: jax.Array, heads: TaskHeads) -> jax.Array:
