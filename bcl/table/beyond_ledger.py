@@ -68,7 +68,7 @@ def beyond_markdown(entries: dict[tuple[str, str], Entry], title: str, projectio
             e = entries[column.key, method]
             if e.mean is None:
                 hours = (projection or {}).get(f"{column.key}/{method}")
-                why = e.status.value + (f", projected {hours:.1f} h on this CPU" if hours is not None else "")
+                why = e.status.value + (f", projected {hours:.2f} h on this CPU" if hours is not None else "")
                 lines.append(f"| {method_label(method)} | {why} | | | {_published_text(column.key, method)} |")
                 continue
             interval = mean_interval(e)
