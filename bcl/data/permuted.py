@@ -5,7 +5,9 @@
 # %% ../../nbs/data/12b_permuted.ipynb #cc73abe9
 from __future__ import annotations
 
+import functools
 import hashlib
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -14,7 +16,8 @@ from .sources import read_mnist5k
 from .splits import SplitPlan, assemble_sequence
 
 # %% auto #0
-__all__ = ['PERMUTED_TASKS', 'pixel_permutations', 'permute_inputs', 'make_permuted_mnist5k', 'permutation_fingerprint']
+__all__ = ['PERMUTED_TASKS', 'pixel_permutations', 'permute_inputs', 'repeated_digits', 'make_permuted_mnist5k',
+           'permutation_fingerprint']
 
 # %% ../../nbs/data/12b_permuted.ipynb #fb9c9161
 PERMUTED_TASKS = 10  # the number of tasks of VCL, FROMP and S-FSVI
@@ -37,21 +40,27 @@ def permute_inputs(xs, permutation) -> np.ndarray:
     return xs.reshape(len(xs), n_values)[:, permutation].reshape(xs.shape)
 
 # %% ../../nbs/data/12b_permuted.ipynb #3311b035
-def make_permuted_mnist5k(n_tasks: int = PERMUTED_TASKS, seed: int = 1337) -> tuple[TaskSequence, dict]:
-    "DI Permuted MNIST-5k: `n_tasks` copies of MNIST-5k's split of the 10 digits, each permuted by its row of `pixel_permutations`."
+def repeated_digits(name: str, transforms: Sequence[Callable], seed: int = 1337) -> tuple[TaskSequence, dict]:
+    """A domain-incremental sequence `name` and its record: MNIST-5k's split of the 10 digits as one task, repeated once
+    per function of `transforms` (images (n, 28, 28, 1) to images), which makes that task's inputs."""
     images, labels = read_mnist5k()
-    digits, record = assemble_sequence("dipermutedmnist5k", images, labels, [list(range(10))], incremental="domain",
+    digits, record = assemble_sequence(name, images, labels, [list(range(10))], incremental="domain",
                                        class_names=tuple(map(str, range(10))), seed=seed, input_divisor=255)
     (task,) = digits.tasks
-    tasks = tuple(Task(*(Split(permute_inputs(split.xs, permutation), split.ys.copy()) for split in task[:3]),
-                       task.classes)
-                  for permutation in pixel_permutations(seed, n_tasks, int(np.prod(digits.input_shape))))
+    n_tasks = len(transforms)
+    tasks = tuple(Task(*(Split(transform(split.xs), split.ys.copy()) for split in task[:3]), task.classes)
+                  for transform in transforms)
     train_xs = [t.train.xs for t in tasks]
     bounds = (np.min([x.min(0) for x in train_xs], axis=0), np.max([x.max(0) for x in train_xs], axis=0))
     plan = record["indices"]
     indices = SplitPlan(*(positions * n_tasks for positions in plan[:3]), plan.test_source)
     counts = {split: per_task * n_tasks for split, per_task in record["class_counts"].items()}
     return digits._replace(tasks=tasks, input_bounds=bounds), {"indices": indices, "class_counts": counts}
+
+def make_permuted_mnist5k(n_tasks: int = PERMUTED_TASKS, seed: int = 1337) -> tuple[TaskSequence, dict]:
+    "DI Permuted MNIST-5k: `n_tasks` copies of MNIST-5k's split of the 10 digits, each permuted by its row of `pixel_permutations`."
+    return repeated_digits("dipermutedmnist5k", [functools.partial(permute_inputs, permutation=permutation)
+                                                 for permutation in pixel_permutations(seed, n_tasks, 28 * 28)], seed)
 
 def permutation_fingerprint() -> dict:
     "What the permuted tasks depend on besides the digits: the generator, and the SHA-256 of its default permutations."

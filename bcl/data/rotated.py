@@ -5,14 +5,13 @@
 # %% ../../nbs/data/12c_rotated.ipynb #de27fdda
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
 
-from ..core import Split, Task, TaskSequence, check_positive
-from .permuted import PERMUTED_TASKS
-from .sources import read_mnist5k
-from .splits import SplitPlan, assemble_sequence
+from ..core import TaskSequence, check_positive
+from .permuted import PERMUTED_TASKS, repeated_digits
 
 # %% auto #0
 __all__ = ['ROTATED_TASKS', 'rotation_angles', 'rotate_inputs', 'make_rotated_mnist5k', 'rotation_fingerprint']
@@ -37,18 +36,8 @@ def rotate_inputs(xs, angle: float) -> np.ndarray:
 # %% ../../nbs/data/12c_rotated.ipynb #645e19f3
 def make_rotated_mnist5k(n_tasks: int = ROTATED_TASKS, seed: int = 1337) -> tuple[TaskSequence, dict]:
     "DI Rotated MNIST-5k: `n_tasks` copies of MNIST-5k's split of the 10 digits, each turned by its angle of `rotation_angles`."
-    images, labels = read_mnist5k()
-    digits, record = assemble_sequence("dirotatedmnist5k", images, labels, [list(range(10))], incremental="domain",
-                                       class_names=tuple(map(str, range(10))), seed=seed, input_divisor=255)
-    (task,) = digits.tasks
-    tasks = tuple(Task(*(Split(rotate_inputs(split.xs, angle), split.ys.copy()) for split in task[:3]), task.classes)
-                  for angle in rotation_angles(seed, n_tasks))
-    train_xs = [t.train.xs for t in tasks]
-    bounds = (np.min([x.min(0) for x in train_xs], axis=0), np.max([x.max(0) for x in train_xs], axis=0))
-    plan = record["indices"]
-    indices = SplitPlan(*(positions * n_tasks for positions in plan[:3]), plan.test_source)
-    counts = {split: per_task * n_tasks for split, per_task in record["class_counts"].items()}
-    return digits._replace(tasks=tasks, input_bounds=bounds), {"indices": indices, "class_counts": counts}
+    return repeated_digits("dirotatedmnist5k", [functools.partial(rotate_inputs, angle=angle)
+                                                for angle in rotation_angles(seed, n_tasks)], seed)
 
 def rotation_fingerprint() -> dict:
     "What the rotated tasks depend on besides the digits: the angles' generator and values, and SciPy's version."
