@@ -232,7 +232,7 @@ def test_small_data_columns_with_their_own_setup_run_all_15_methods_in_two_scena
             if scenario == "task":  # the task given: a two-way choice, so a task just learned is above 50 %
                 matrix = numbers["test_accuracy"][0]  # (T, T) of the one seed: row t after task t
                 just_learned += [matrix[t][t] for t in range(5)]
-    # over 15 methods x 5 tasks after one epoch of 6 steps: about 0.8; the argmax over every head's probabilities
+    # over 15 methods x 5 tasks after one epoch of 6 steps: 0.77 on this machine (single tasks down to 0.47); the argmax over every head's probabilities
     # (the task not given) would pick among five heads' classes, about 0.2, and a head mix-up 0.5 or less
     assert np.mean(just_learned) > 0.65, np.round(just_learned, 2).tolist()
 

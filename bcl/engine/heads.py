@@ -15,7 +15,7 @@ from ..core import TaskSequence
 
 # %% auto #0
 __all__ = ['TaskHeads', 'check_heads', 'task_heads', 'method_likelihood', 'likelihood_record', 'head_log_probabilities',
-           'label_heads', 'task_head', 'given_task']
+           'task_head', 'given_task']
 
 # %% ../../nbs/engine/19_heads.ipynb #2bcf3e86
 class TaskHeads(NamedTuple):
@@ -78,10 +78,6 @@ def head_log_probabilities(logits: jax.Array, heads: TaskHeads) -> jax.Array:
     same = jnp.asarray(heads.same_head)
     masked = jnp.where(same, logits[..., None, :], -jnp.inf)  # (..., C, C): row c, the logits of c's head
     return logits - jax.nn.logsumexp(masked, axis=-1)
-
-def label_heads(heads: TaskHeads, ys: jax.Array) -> jax.Array:
-    "(n, C) float32: 1 at the outputs of the head of each label in `ys`."
-    return jnp.asarray(heads.same_head, jnp.float32)[jnp.asarray(ys, jnp.int32)]
 
 def task_head(likelihood, index) -> jax.Array | None:
     "The (C,) mask of task `index`'s head (1-based, may be traced) under a `TaskHeads` likelihood; None under any other."
