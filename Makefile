@@ -13,7 +13,7 @@ TEMPLATES := nbs/90_visualisation.ipynb nbs/91_table_cell.ipynb
 
 .PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-iris demo-sinusoid clean-notebooks bench docs \
         table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-steps-mnist \
-        table-offline-steps-matched table-offline-matched table-offline-protocol ledger stale svi-tables
+        table-offline-steps-matched table-offline-matched table-offline-protocol ledger stale redraw svi-tables
 
 $(STAMP): settings.ini setup.py $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -178,6 +178,10 @@ svi-tables: env
 ## Which committed figures and tables another code version made (their recorded bcl_code; --strict fails on any).
 stale:
 	$(BIN)/python experiments/stale.py
+
+## The visualisation figures and tables drawn again from the numbers kept beside them (after a drawing-only change).
+redraw: env
+	$(BIN)/python experiments/assemble.py
 
 ledger: env
 	$(BIN)/python experiments/ledger.py faa --profile $(PROFILE)

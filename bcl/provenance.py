@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 # %% auto #0
-__all__ = ['OUTSIDE_COMPUTATION', 'PACKAGES', 'SLURM_FIELDS', 'code_version', 'canonical_json', 'content_hash', 'git_state',
-           'cpu_info', 'usable_cores', 'slurm_job', 'provenance']
+__all__ = ['OUTSIDE_COMPUTATION', 'DRAWING', 'PACKAGES', 'SLURM_FIELDS', 'code_version', 'canonical_json', 'content_hash',
+           'git_state', 'drawing_version', 'drawing_record', 'cpu_info', 'usable_cores', 'slurm_job', 'provenance']
 
 # %% ../nbs/02_provenance.ipynb #fe760982
 # paths under bcl/ that no computation imports: left out of code_version
@@ -112,6 +112,27 @@ def git_state(root: str | os.PathLike | None = None) -> dict:
                 "dirty": None if status is None else bool(status.strip())}
     except Exception:
         return {"commit": None, "dirty": None}
+
+# %% ../nbs/02_provenance.ipynb #9f89c764
+# paths under bcl/ that only draw figures and tables from a run's saved numbers
+DRAWING = ("figure/report.py",)
+
+def drawing_version() -> str:
+    "16 hex digits of SHA-256 over the `DRAWING` modules (names and contents), as `code_version` over the package."
+    return _files_version(_package_folder(), DRAWING)
+
+@functools.lru_cache(maxsize=8)
+def _files_version(folder: Path, names: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        digest.update(name.encode() + b"\0")
+        digest.update((folder / name).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+def drawing_record() -> dict:
+    "What drew a figure or table: `{\"created\", \"drawing_code\": drawing_version(), \"git\": git_state()}`."
+    return {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "drawing_code": drawing_version(), "git": git_state()}
 
 # %% ../nbs/02_provenance.ipynb #ffc33b18
 def cpu_info(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> dict:

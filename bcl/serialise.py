@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import jax
 import numpy as np
 
 # %% auto #0
-__all__ = ['json_ready']
+__all__ = ['json_ready', 'write_numbers', 'read_numbers']
 
 # %% ../nbs/06_serialise.ipynb #9e5a7b4c
 def json_ready(value):
@@ -29,3 +30,31 @@ def json_ready(value):
     if isinstance(value, (float, np.floating)):
         return float(value) if math.isfinite(value) else None
     return value
+
+# %% ../nbs/06_serialise.ipynb #907b4d1d
+def write_numbers(folder, numbers: dict, grids: dict[str, np.ndarray]) -> tuple[Path, Path]:
+    "Write `numbers.json` (with the run's provenance) and `grid_probabilities.npz` (one array per method) atomically."
+    import io
+    from bcl.core import atomic_write_bytes, atomic_write_json
+    from bcl.provenance import provenance
+    folder = Path(folder)
+    numbers = {**numbers, "provenance": numbers.get("provenance") or provenance()}
+    json_path = atomic_write_json(folder / "numbers.json", json_ready(numbers))
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **{name: np.asarray(p, np.float32) for name, p in grids.items()})
+    return json_path, atomic_write_bytes(folder / "grid_probabilities.npz", buffer.getvalue())
+
+def read_numbers(folder) -> tuple[dict, dict[str, np.ndarray]]:
+    "The numbers and grid predictives written by `write_numbers`."
+    import json
+    folder = Path(folder)
+    if not (folder / "numbers.json").exists():
+        raise FileNotFoundError(f"No numbers.json in {folder}; run experiments/run_visualisation.py first.")
+    try:
+        numbers = json.loads((folder / "numbers.json").read_text())
+    except ValueError as error:
+        raise ValueError(f"{folder / 'numbers.json'} is not valid JSON ({error}); it was cut short or edited. "
+                         "Run the experiment again (experiments/run_visualisation.py).") from None
+    with np.load(folder / "grid_probabilities.npz") as data:
+        grids = {name: data[name] for name in data.files}
+    return numbers, grids

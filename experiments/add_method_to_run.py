@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 def measure(folder: Path, method: str) -> dict:
     "The method's accuracy and distances to the run's HMC reference after every task, with the run's own methods'."
     from bcl.data.sequences import load_sequence
-    from bcl.figure.report import read_numbers
+    from bcl.serialise import read_numbers
     from bcl.figure.visualisation import build_method, grid_distances, method_entry, plot_grid, run_method
     from bcl.paper import method_label, method_name
     numbers, grids = read_numbers(folder)
@@ -62,7 +62,7 @@ def measure(folder: Path, method: str) -> dict:
 def merge(folder: Path, result: dict, into: Path) -> Path:
     """Write the run of `folder` with `result`'s method merged in to `into`: its entry and grid placed before HMC-NUTS,
     the run's provenance kept and this code's under `added_methods`."""
-    from bcl.figure.report import read_numbers, write_numbers
+    from bcl.serialise import read_numbers, write_numbers
     from bcl.provenance import provenance
     numbers, grids = read_numbers(folder)
     name = result["method"]

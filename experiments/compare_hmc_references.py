@@ -76,7 +76,7 @@ def committed_tv(table: dict, names: dict[str, str], n_tasks: int) -> dict[str, 
 def compare(folder: Path, committed: dict | None, n_boot: int, seed: int = 0) -> dict:
     import jax
     from bcl.data.sequences import load_sequence
-    from bcl.figure.report import read_numbers
+    from bcl.serialise import read_numbers
     from bcl.methods.hmc import hmc_predict
     from bcl.figure.visualisation import plot_grid
     from bcl.models import make_model

@@ -19,9 +19,15 @@ version, each such refactor whose every module the version holds at its blob bef
 order, and the version then holds the blobs after; an artefact current only through them says which. Record one with
 `--attest COMMIT --change TEXT --evidence TEXT` (the modules of bcl/ that differ between COMMIT and the working tree).
 
-Prints one line per artefact: `current`, `stale` (every recorded version differs in a module it uses, which are
-named) or `no provenance` (made before result files recorded it). Exit status 0; with --strict, 1 when anything is
-not current.
+Drawing is judged apart from computing. A report's tables JSON (visualisation_X.json, and the figures drawn with it)
+records the run's provenance for its numbers and `bcl.provenance.drawing_record()` for its pictures; the modules that
+only draw (`bcl.provenance.DRAWING`) are left out of its producer's closure and judged by the drawing version alone.
+Where the numbers are current and only the drawing changed, the artefact is `redraw`: `make redraw` draws it again
+from the numbers kept beside the tables (experiments/tables/visualisation_X/), in minutes and without training.
+
+Prints one line per artefact: `current`, `redraw`, `stale` (every recorded version differs in a module it uses, which
+are named) or `no provenance` (made before result files recorded it). Exit status 0; with --strict, 1 when anything
+is not current.
 """
 from __future__ import annotations
 
@@ -44,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PRODUCERS = (
     ("visualisation_*.json", ("nbs/90_visualisation.ipynb",)),
     ("hmc_function_space*.json", ("benchmarks/hmc_function_space.py",)),
+    ("hmc_reference_*.json", ("experiments/compare_hmc_references.py",)),
+    ("diagnosis_task_heads.json", ("experiments/diagnose_task_heads.py",)),
     ("svi/*.json", ("experiments/svi_results.py",)),
     ("diagnosis_authors_mnist5k.json", ("experiments/diagnose_authors_data.py",)),
     ("diagnosis_*_mnist5k_fe.json", ("experiments/diagnose_fe_ordering.py",)),
@@ -100,6 +108,18 @@ def recorded_versions(obj) -> set[str]:
     if isinstance(obj, list):
         return set().union(*(recorded_versions(v) for v in obj)) if obj else set()
     return set()
+
+
+def drawn(record: Path, tables: Path) -> bool:
+    "Whether `record` is a report's tables JSON, drawn (with its figures) from a run's kept numbers."
+    name = record.relative_to(tables).as_posix() if record.is_relative_to(tables) else record.name
+    return fnmatch.fnmatch(name, "visualisation_*.json") and "/" not in name
+
+
+def drawing_status(record: Path, current_drawing: str) -> str:
+    "'current' when `record` was drawn by the drawing code of now (`bcl.provenance.drawing_version`), else 'redraw'."
+    drawing = json.loads(record.read_text()).get("drawing") or {} if record.exists() else {}
+    return "current" if drawing.get("drawing_code") == current_drawing else "redraw"
 
 
 def table_of(figure: Path, tables: Path) -> Path:
@@ -396,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evidence", help="with --attest: the command that showed results unchanged, and what it compared")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from bcl.provenance import OUTSIDE_COMPUTATION, code_version
+    from bcl.provenance import DRAWING, OUTSIDE_COMPUTATION, code_version, drawing_version
     if args.attest:
         if not (args.change and args.change.strip() and args.evidence and args.evidence.strip()):
             parser.error("--attest needs --change TEXT and --evidence TEXT")
@@ -426,11 +446,15 @@ def main(argv: list[str] | None = None) -> int:
     for artefact, record in pairs:
         entries = producer_of(record) if record.exists() else None
         if entries not in closures:
-            closures[entries] = None if entries is None else module_closure(entries) - set(OUTSIDE_COMPUTATION)
+            closures[entries] = None if entries is None else (
+                module_closure(entries) - set(OUTSIDE_COMPUTATION) - set(DRAWING))  # drawing: judged below
         state, versions, changes, through = status(record, current, closures[entries], known, now, equivalences)
         problem = extractor_problem(record, extractor, ROOT / "experiments" / "tables")
         if problem and state == "current":
             state = "stale"
+        if state == "current" and drawn(record, ROOT / "experiments" / "tables") and \
+                drawing_status(record, drawing_version()) == "redraw":
+            state, problem = "redraw", "drawn by other drawing code than now's: make redraw"
         counts[state] = counts.get(state, 0) + 1
         made = f" ({problem})" if problem else ""
         if versions and current not in versions:

@@ -15,7 +15,7 @@ import add_method_to_run as amr  # noqa: E402
 
 def made_up_run(folder: Path, resolution: int = 10) -> Path:
     "A run folder with one method (ER) and a uniform HMC reference on a 10 x 10 grid of CI Split 2D Iris."
-    from bcl.figure.report import write_numbers
+    from bcl.serialise import write_numbers
     n = resolution * resolution
     numbers = {"run": "made_up", "sequence": "cisplit2diris", "window": [[0.0, 7.0], [0.0, 3.0]],
                "grid_resolution": resolution, "n_tasks": 3,
@@ -43,7 +43,7 @@ def test_a_method_is_measured_against_the_runs_reference(tmp_path):
 
 def test_a_run_without_a_reference_is_refused(tmp_path):
     folder = made_up_run(tmp_path)
-    from bcl.figure.report import read_numbers, write_numbers
+    from bcl.serialise import read_numbers, write_numbers
     numbers, grids = read_numbers(folder)
     write_numbers(folder, numbers, {"er": grids["er"]})
     with pytest.raises(SystemExit, match="no HMC-NUTS reference"):
@@ -53,7 +53,7 @@ def test_a_run_without_a_reference_is_refused(tmp_path):
 
 
 def test_the_merged_run_holds_the_method_before_hmc_and_redraws(tmp_path):
-    from bcl.figure.report import read_numbers
+    from bcl.serialise import read_numbers
     folder = made_up_run(tmp_path / "run")
     before, _ = read_numbers(folder)
     result = amr.measure(folder, "sfr")

@@ -235,7 +235,7 @@ def test_corrupt_results_json_of_a_table_cell(tmp_path):
 
 
 def test_corrupt_results_json_of_a_visualisation(tmp_path):
-    from bcl.figure.report import read_numbers
+    from bcl.serialise import read_numbers
     (tmp_path / "numbers.json").write_text('{"method": ')
     with pytest.raises(ValueError, match="numbers.json"):
         read_numbers(tmp_path)

@@ -176,3 +176,22 @@ def test_an_attestation_names_the_modules_changed_since_a_commit(tmp_path):
                                 "d.py": [None, blob("w = 1\n")]}
     with pytest.raises(ValueError, match="nothing to attest"):
         stale.attestation(first, "moved", "cmp", ("a.py", "c.py", "d.py"), tmp_path)
+
+
+def test_a_drawing_change_asks_for_a_redraw_not_a_run(tmp_path):
+    from bcl.provenance import DRAWING
+    tables = tmp_path / "experiments" / "tables"
+    (tables / "visualisation_iris").mkdir(parents=True)
+    record = tables / "visualisation_iris.json"
+    kept = tables / "visualisation_iris" / "numbers.json"
+    assert stale.drawn(record, tables) and not stale.drawn(kept, tables)  # the kept numbers are judged as numbers
+    assert not stale.drawn(tables / "faa_offline.json", tables)
+    record.write_text(json.dumps({"provenance": {"bcl_code": "new"}, "drawing": {"drawing_code": "old"}}))
+    assert stale.status(record, "new")[0] == "current"  # the numbers
+    assert stale.drawing_status(record, "old") == "current"
+    assert stale.drawing_status(record, "now") == "redraw"
+    record.write_text(json.dumps({"provenance": {"bcl_code": "new"}}))  # drawn before drawings were recorded
+    assert stale.drawing_status(record, "now") == "redraw"
+    # the drawing modules are in what the visualisation runs, and judged apart from its numbers
+    visualisation = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/visualisation_x.json"))
+    assert set(DRAWING) <= visualisation and "serialise.py" in visualisation  # the numbers' writer is computing

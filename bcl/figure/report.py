@@ -13,7 +13,7 @@ import numpy as np
 from ..core import TaskSequence, atomic_write_bytes, atomic_write_json
 from .visualisation import AXIS_LABELS, grid_shape
 from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, method_label
-from ..serialise import json_ready
+from ..serialise import read_numbers
 
 def _label(name: str) -> str:
     "A method's label in figures and tables: the paper's, bcl's (FROMP) or a registered one; the name if none."
@@ -23,36 +23,9 @@ def _label(name: str) -> str:
         return name
 
 # %% auto #0
-__all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'write_numbers', 'read_numbers', 'draw_visualisation',
-           'label_points', 'unconverged_tasks', 'draw_distances', 'summary_rows', 'distance_rows', 'hmc_rows',
-           'markdown_table', 'write_report']
-
-# %% ../../nbs/figure/51_report.ipynb #c22a381b
-def write_numbers(folder, numbers: dict, grids: dict[str, np.ndarray]) -> tuple[Path, Path]:
-    "Write `numbers.json` (with the run's provenance) and `grid_probabilities.npz` (one array per method) atomically."
-    import io
-    from bcl.provenance import provenance
-    folder = Path(folder)
-    numbers = {**numbers, "provenance": numbers.get("provenance") or provenance()}
-    json_path = atomic_write_json(folder / "numbers.json", json_ready(numbers))
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **{name: np.asarray(p, np.float32) for name, p in grids.items()})
-    return json_path, atomic_write_bytes(folder / "grid_probabilities.npz", buffer.getvalue())
-
-def read_numbers(folder) -> tuple[dict, dict[str, np.ndarray]]:
-    "The numbers and grid predictives written by `write_numbers`."
-    import json
-    folder = Path(folder)
-    if not (folder / "numbers.json").exists():
-        raise FileNotFoundError(f"No numbers.json in {folder}; run experiments/run_visualisation.py first.")
-    try:
-        numbers = json.loads((folder / "numbers.json").read_text())
-    except ValueError as error:
-        raise ValueError(f"{folder / 'numbers.json'} is not valid JSON ({error}); it was cut short or edited. "
-                         "Run the experiment again (experiments/run_visualisation.py).") from None
-    with np.load(folder / "grid_probabilities.npz") as data:
-        grids = {name: data[name] for name in data.files}
-    return numbers, grids
+__all__ = ['CLASS_COLOURS', 'SEQUENCE_TITLES', 'UNCONVERGED_NOTE', 'draw_visualisation', 'label_points', 'unconverged_tasks',
+           'draw_distances', 'summary_rows', 'distance_rows', 'hmc_rows', 'markdown_table', 'keep_numbers',
+           'write_report']
 
 # %% ../../nbs/figure/51_report.ipynb #3d1bf32e
 # Okabe & Ito's colour-blind-safe palette (orange, blue, bluish green): a pixel mixes them by the predicted class
@@ -139,11 +112,18 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
     _class_key(fig, binary, sequence.n_outputs if not binary else 2)
     return fig
 
+def _box_distance(box, centre) -> float:
+    "Distance in display units from the point `centre` (u, v) to the nearest point of `box`."
+    u, v = centre
+    return float(np.hypot(max(box.x0 - u, 0.0, u - box.x1), max(box.y0 - v, 0.0, v - box.y1)))
+
 def label_points(ax, points, fontsize: float = 6) -> list:
-    """Label `points` [(x, y, text)] of `ax` so that no label overlaps another, another point, or the axes' edge.
+    """Label `points` [(x, y, text)] of `ax` so that no label overlaps another, another point, or the axes' edge, and
+    each label is nearer its own point than any other where a place allows (always for a label beside its point).
 
     Each label, taken from the highest point down, goes to the first free place among: right of its point, left of
     it, then one line lower or higher, two lines, ... on either side; a thin line joins a moved label to its point.
+    A moved label nearer another point than its own is taken only where no place nearer its own is free.
     Returns the labels. Call it once the layout is final: places are found in display coordinates."""
     from matplotlib.text import Text
     from matplotlib.transforms import Bbox
@@ -152,34 +132,38 @@ def label_points(ax, points, fontsize: float = 6) -> list:
     line = fontsize + 1.5  # points
     shifts = [0.0] + [sign * k * line for k in range(1, 25) for sign in (-1, 1)]
     radius = renderer.points_to_pixels(2.5)  # about a marker's extent
+    pad = renderer.points_to_pixels(2)
     order = sorted(range(len(points)), key=lambda i: -points[i][1])
     centres = ax.transData.transform([(x, y) for x, y, _ in points]) if points else []
     markers = [Bbox.from_extents(u - radius, v - radius, u + radius, v + radius) for u, v in centres]
     placed, labels = [], []
-    for i in order:
+
+    def place(i, dx, dy, ha, others, nearest_only):
         x, y, text = points[i]
+        label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, ha=ha,
+                            va="center", arrowprops=None if dy == 0 else dict(arrowstyle="-", lw=0.3, color="0.5"))
+        label.update_positions(renderer)
+        box = Text.get_window_extent(label, renderer)  # the text alone, not the line to its point
+        inside = (frame.x0 + pad <= box.x0 and box.x1 <= frame.x1 - pad and frame.y0 + pad <= box.y0
+                  and box.y1 <= frame.y1 - pad)  # a pad: text is a little wider at a higher resolution
+        own = _box_distance(box, centres[i])
+        nearest = all(own < _box_distance(box, c) for k, c in enumerate(centres) if k != i)
+        if inside and (nearest or not (nearest_only or dy == 0)) and not any(box.overlaps(o) for o in others):
+            return label, box
+        label.remove()
+        return None
+
+    for i in order:
         others = placed + markers[:i] + markers[i + 1:]
-        for dy in shifts:
-            for dx, ha in ((4, "left"), (-4, "right")):
-                label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                                    ha=ha, va="center",
-                                    arrowprops=None if dy == 0 else dict(arrowstyle="-", lw=0.3, color="0.5"))
-                label.update_positions(renderer)
-                box = Text.get_window_extent(label, renderer)  # the text alone, not the line to its point
-                inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-                if inside and not any(box.overlaps(other) for other in others):
-                    break
-                label.remove()
-            else:
-                continue
-            break
-        else:  # nowhere free: keep it beside its point
-            label = ax.annotate(text, (x, y), xytext=(4, 0), textcoords="offset points", fontsize=fontsize,
-                                va="center")
+        found = next((p for nearest_only in (True, False) for dy in shifts for dx, ha in ((4, "left"), (-4, "right"))
+                      if (p := place(i, dx, dy, ha, others, nearest_only)) is not None), None)
+        if found is None:  # nowhere free: keep it beside its point
+            label = ax.annotate(points[i][2], points[i][:2], xytext=(4, 0), textcoords="offset points",
+                                fontsize=fontsize, va="center")
             label.update_positions(renderer)
-            box = Text.get_window_extent(label, renderer)
-        placed.append(box)
-        labels.append(label)
+            found = label, Text.get_window_extent(label, renderer)
+        labels.append(found[0])
+        placed.append(found[1])
     return labels
 
 def unconverged_tasks(numbers: dict) -> list[int]:
@@ -221,6 +205,8 @@ def draw_distances(numbers: dict):
     right.set_ylabel("final average accuracy (%)")
     fig.suptitle(f"{SEQUENCE_TITLES.get(numbers['sequence'], numbers['sequence'])}: distance to HMC-NUTS "
                  "(solid S-FSVI, dashed VCL, dotted MAP)", fontsize=9)
+    right.margins(x=0.06, y=0.15)  # room above the best methods and beside the extremes for their labels
+    right.autoscale_view()  # now: label_points places the labels in display coordinates
     fig.tight_layout(rect=(0, bottom, 1, 1))
     label_points(right, points)
     return fig
@@ -302,9 +288,19 @@ def _save_figure(fig, stem: Path) -> list[Path]:
     plt.close(fig)
     return paths
 
+def keep_numbers(run_folder, folder) -> list[Path]:
+    "Copy the run's `numbers.json` and `grid_probabilities.npz` into `folder`, byte for byte (nothing when it is the run's)."
+    source, folder = Path(run_folder), Path(folder)
+    if folder.resolve() == source.resolve():
+        return []
+    return [atomic_write_bytes(folder / name, (source / name).read_bytes())
+            for name in ("numbers.json", "grid_probabilities.npz")]
+
 def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequence | None = None) -> dict[str, Any]:
-    "Figures and tables of the run in `run_folder`; returns the paths and the markdown text."
+    """Figures and tables of the run in `run_folder`, and its numbers kept beside the tables (in
+    `visualisation_<sequence>/`, so the report can be drawn again from them); returns the paths and the markdown."""
     from bcl.data.sequences import load_sequence
+    from bcl.provenance import drawing_record
     numbers, grids = read_numbers(run_folder)
     name = numbers["sequence"]
     sequence = load_sequence(name) if sequence is None else sequence
@@ -318,7 +314,7 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
         paths += _save_figure(draw_distances(numbers), Path(figures_folder) / f"hmc_distance_{name}")
     tables = {"summary": summary_rows(numbers), "distance_to_hmc": distance_rows(numbers), "hmc": hmc_rows(numbers),
               "hmc_reference_unconverged_tasks": marked, "provenance": numbers.get("provenance"),
-              "added_methods": numbers.get("added_methods")}
+              "added_methods": numbers.get("added_methods"), "drawing": drawing_record()}
     warning = "" if not marked or "hmc" not in grids else (
         f"**† The HMC-NUTS reference is not converged in function space after task(s) {', '.join(map(str, marked))}** "
         "(rank-normalised split R̂ of its predictive probabilities at the test and grid points above 1.01, or bulk ESS "
@@ -345,4 +341,5 @@ def write_report(run_folder, figures_folder, tables_folder, sequence: TaskSequen
             f"\nTotal wall time of the run: {numbers.get('wall_s', float('nan')):.0f} s.\n")
     paths.append(atomic_write_bytes(Path(tables_folder) / f"visualisation_{name}.md", text.encode()))
     paths.append(atomic_write_json(Path(tables_folder) / f"visualisation_{name}.json", tables))
+    paths += keep_numbers(run_folder, Path(tables_folder) / f"visualisation_{name}")
     return {"paths": paths, "markdown": text}

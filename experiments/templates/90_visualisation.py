@@ -75,7 +75,8 @@ from bcl.data.sequences import load_sequence
 from bcl.methods.hmc import parallel_chain_devices
 from bcl.figure.visualisation import (PLOT_WINDOWS, build_method, grid_distances, method_entry, plot_grid,
                                      run_method, safe_run, validate_parameters)
-from bcl.figure.report import write_numbers, write_report
+from bcl.figure.report import write_report
+from bcl.serialise import write_numbers
 
 # %% [markdown]
 # ## Parameters, validated
