@@ -13,8 +13,8 @@ from .core import did_you_mean
 from .core import TaskSequence, check_positive
 from .engine.heads import method_likelihood
 from .engine.train import Method, output_units
-from .paper import (EXTRA_METHODS, METHOD_INFO, USER_METHODS, SequenceSetup, map_settings, method_name,
-                       sequence_setup, svi_settings)
+from .paper import (EXTRA_METHODS, METHOD_INFO, USER_METHODS, Family, Focus, Kind, SequenceSetup, Space,
+                       map_settings, method_name, sequence_setup, svi_settings)
 
 # %% auto #0
 __all__ = ['COMMON_SETTINGS', 'MAP_EXTRA_SETTINGS', 'REGISTERED_SETTINGS', 'POSITIVE_INTS', 'POSITIVE_FLOATS', 'CHOICES',
@@ -43,16 +43,16 @@ def settings_of(name: str) -> tuple[str, ...]:
     if name in USER_METHODS:
         return REGISTERED_SETTINGS
     info = METHOD_INFO[name]
-    if info.kind == "map":
+    if info.kind is Kind.MAP:
         return COMMON_SETTINGS + MAP_EXTRA_SETTINGS.get(name, ())
     names = list(COMMON_SETTINGS) + ["sample_size", "predict_sample_size", "rho_mean", "rho_std"]
-    if info.family == "mixture":
+    if info.family is Family.MIXTURE:
         names += ["n_components", "component_noise", "temperature", "logit_std"]
-    if info.focus == "likelihood":
+    if info.focus is Focus.LIKELIHOOD:
         names += ["coreset_batch", "coreset_size"]
-    if info.space == "function":
+    if info.space is Space.FUNCTION:
         names += ["inducing_low", "inducing_high", "coreset_prob", "kl_weighting", "chunk_size"]
-        names += ["coreset_batch", "coreset_size"] if info.focus == "prior" else ["n_inducing"]
+        names += ["coreset_batch", "coreset_size"] if info.focus is Focus.PRIOR else ["n_inducing"]
     return tuple(dict.fromkeys(names))
 
 # %% ../nbs/45_factory.ipynb #2de41927
@@ -91,11 +91,11 @@ def method_settings(name: str, setup: SequenceSetup, *, component_noise: str | N
     name = method_name(name)
     check_overrides(name, overrides)
     info = METHOD_INFO.get(name)
-    if info is not None and info.kind == "variational":
+    if info is not None and info.kind is Kind.VARIATIONAL:
         settings = dict(svi_settings(setup.setup)[name])
-        if info.space == "function":
+        if info.space is Space.FUNCTION:
             settings |= {"inducing_low": setup.inducing_low, "inducing_high": setup.inducing_high}
-        if info.family == "mixture" and component_noise is not None:
+        if info.family is Family.MIXTURE and component_noise is not None:
             settings["component_noise"] = component_noise
     elif name in EXTRA_METHODS:
         common = map_settings(setup.setup)
@@ -126,7 +126,7 @@ def make_method(name: str, model, likelihood: str, settings: dict) -> tuple[Meth
                              "return (bcl.engine.train.Method, hyperparameter grid dict), e.g. (method, {'learning_rate': [0.01]}).")
         return built
     settings_of(name)  # hmc: a clear error
-    if METHOD_INFO[name].kind == "map":
+    if METHOD_INFO[name].kind is Kind.MAP:
         return map_suite(model, likelihood, **settings)[name]
     rest = dict(settings)
     hyper = {"learning_rate": rest.pop("learning_rate")}

@@ -5,6 +5,7 @@
 # %% ../nbs/01_paper.ipynb #b1f33bf9
 from __future__ import annotations
 
+import enum
 import re
 from typing import Callable, NamedTuple, Sequence
 
@@ -12,37 +13,59 @@ from typing import Callable, NamedTuple, Sequence
 __all__ = ['METHODS', 'METHOD_INFO', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS', 'TABLE_METHODS', 'METHOD_LABELS',
            'EXTRA_METHODS', 'USER_METHODS', 'SETUPS', 'USER_SETUPS', 'SFSVI_LEARNING_RATE_FACTOR', 'SAMPLE_SIZE',
            'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP',
-           'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS', 'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'MethodInfo',
-           'ExtraMethod', 'UserMethod', 'method_name', 'method_info', 'method_names', 'register_method', 'method_label',
-           'Setup', 'setup', 'map_settings', 'svi_settings', 'check_setup', 'register_setup', 'SequenceSetup',
-           'sequence_setup', 'Column', 'faa_column']
+           'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS', 'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'Kind',
+           'Focus', 'Family', 'Space', 'MethodInfo', 'ExtraMethod', 'UserMethod', 'method_name', 'method_info',
+           'method_names', 'register_method', 'method_label', 'Setup', 'setup', 'map_settings', 'svi_settings',
+           'check_setup', 'register_setup', 'SequenceSetup', 'sequence_setup', 'Column', 'faa_column']
 
 # %% ../nbs/01_paper.ipynb #4c8eb6e9
+class Kind(enum.Enum):
+    "How a method of the paper learns: MAP training, variational inference, or sampling the joint posterior."
+    MAP = "map"
+    VARIATIONAL = "variational"
+    HMC = "hmc"
+
+class Focus(enum.Enum):
+    "P- (prior-focused: the previous posterior is the prior) or L- (likelihood-focused: the first prior and a coreset)."
+    PRIOR = "prior"
+    LIKELIHOOD = "likelihood"
+
+class Family(enum.Enum):
+    "G (a Gaussian) or GM (a Gaussian mixture) variational family."
+    GAUSSIAN = "gaussian"
+    MIXTURE = "mixture"
+
+class Space(enum.Enum):
+    "VCL (the KL term in parameter space) or SFSVI (in function space)."
+    PARAMETER = "parameter"
+    FUNCTION = "function"
+
 class MethodInfo(NamedTuple):
-    """A method of the paper: canonical `name`, the paper's `label`, and its parts. `kind` is "map", "variational" or
-    "hmc"; a variational method is named by its three parts (Section V-B), here fields: `focus` ("prior" for P-,
-    "likelihood" for L-), `family` ("gaussian" for G, "mixture" for GM) and `space` ("parameter" for VCL,
-    "function" for SFSVI). Code reads these fields; it never parses a method's name."""
+    """A method of the paper: canonical `name`, the paper's `label`, and its parts, as values: `kind` (`Kind`); a
+    variational method is named by its three parts (Section V-B), here fields: `focus` (`Focus.PRIOR` for P-,
+    `Focus.LIKELIHOOD` for L-), `family` (`Family.GAUSSIAN` for G, `Family.MIXTURE` for GM) and `space`
+    (`Space.PARAMETER` for VCL, `Space.FUNCTION` for SFSVI). Code reads these fields; it never parses a method's
+    name, and compares parts with the members, never with strings."""
     name: str
     label: str
-    kind: str
-    focus: str | None = None
-    family: str | None = None
-    space: str | None = None
+    kind: Kind
+    focus: Focus | None = None
+    family: Family | None = None
+    space: Space | None = None
 
-_FOCUS, _FAMILY, _SPACE = {"P": "prior", "L": "likelihood"}, {"G": "gaussian", "GM": "mixture"}, \
-    {"VCL": "parameter", "SFSVI": "function"}
+_FOCUS, _FAMILY, _SPACE = {"P": Focus.PRIOR, "L": Focus.LIKELIHOOD}, {"G": Family.GAUSSIAN, "GM": Family.MIXTURE}, \
+    {"VCL": Space.PARAMETER, "SFSVI": Space.FUNCTION}  # the letters of the paper's names (Section V-B)
 _SVI_PARTS = (("P", "G", "VCL"), ("L", "G", "VCL"), ("P", "GM", "VCL"), ("L", "GM", "VCL"),
               ("P", "G", "SFSVI"), ("L", "G", "SFSVI"), ("P", "GM", "SFSVI"), ("L", "GM", "SFSVI"))
-METHODS = (MethodInfo("joint", "Joint MAP training", "map"), MethodInfo("finetuning", "Fine-tuning", "map"),
-           MethodInfo("ewc", "EWC", "map"), MethodInfo("si", "SI", "map"), MethodInfo("er", "ER", "map"),
-           *(MethodInfo("-".join(p).lower(), "-".join(p), "variational", _FOCUS[p[0]], _FAMILY[p[1]], _SPACE[p[2]])
+METHODS = (MethodInfo("joint", "Joint MAP training", Kind.MAP), MethodInfo("finetuning", "Fine-tuning", Kind.MAP),
+           MethodInfo("ewc", "EWC", Kind.MAP), MethodInfo("si", "SI", Kind.MAP), MethodInfo("er", "ER", Kind.MAP),
+           *(MethodInfo("-".join(p).lower(), "-".join(p), Kind.VARIATIONAL, _FOCUS[p[0]], _FAMILY[p[1]], _SPACE[p[2]])
              for p in _SVI_PARTS),
-           MethodInfo("hmc", "Joint HMC-NUTS", "hmc"))
+           MethodInfo("hmc", "Joint HMC-NUTS", Kind.HMC))
 METHOD_INFO = {m.name: m for m in METHODS}
 METHOD_NAMES = tuple(METHOD_INFO)
-MAP_METHODS = tuple(m.name for m in METHODS if m.kind == "map")
-SVI_METHODS = tuple(m.name for m in METHODS if m.kind == "variational")
+MAP_METHODS = tuple(m.name for m in METHODS if m.kind is Kind.MAP)
+SVI_METHODS = tuple(m.name for m in METHODS if m.kind is Kind.VARIATIONAL)
 TABLE_METHODS = MAP_METHODS + SVI_METHODS  # the 13 rows of Table faa, in the paper's order
 METHOD_LABELS = {m.name: m.label for m in METHODS}
 _ALIASES = {"jointmap": "joint", "jointmaptraining": "joint", "hmcnuts": "hmc", "jointhmcnuts": "hmc",

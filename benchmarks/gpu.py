@@ -128,7 +128,8 @@ def method_parts(method_name: str):
 
 def is_mixture(method_name: str) -> bool:
     "Whether a method's variational family is the Gaussian mixture (its component noise applies)."
-    return method_parts(method_name).family == "mixture"
+    from bcl.paper import Family
+    return method_parts(method_name).family is Family.MIXTURE
 
 
 def _provenance() -> dict:
@@ -268,8 +269,8 @@ def normal_draws_per_step(method_name: str, network_parameters: int, draws: int,
     """How many standard normals one step of a variational method draws for its parameter samples: S draws of every
     network parameter, K per draw for a mixture with independent component noise, for every configuration × seed;
     0 for the MAP methods. (The function-space methods' output draws at the inducing points are few and left out.)"""
-    from bcl.paper import N_COMPONENTS
-    if method_parts(method_name).kind != "variational":
+    from bcl.paper import N_COMPONENTS, Kind
+    if method_parts(method_name).kind is not Kind.VARIATIONAL:
         return 0
     per_draw = N_COMPONENTS if is_mixture(method_name) and component_noise == "independent" else 1
     return draws * per_draw * network_parameters * copies
@@ -358,10 +359,11 @@ def cost_floor(method: str, outputs: int, configs: int = 1) -> float:
     passes of the inducing batch plus the per-example, per-output weight-gradient products (≈ d more backward halves),
     i.e. (1 + 2d)/3 fine-tuning steps; q's moments are differentiated (reverse mode: ≈ 3× their cost), the prior's
     are not (1×). The KL of VCL and the mixture bounds on moments are O(P) or O(K²·M·d) and left out."""
-    if method_parts(method).kind == "map":
+    from bcl.paper import Kind, Space
+    if method_parts(method).kind is Kind.MAP:
         return float(configs)
     k = COMPONENTS if is_mixture(method) else 1
-    if method_parts(method).space == "parameter":
+    if method_parts(method).space is Space.PARAMETER:
         return float(SAMPLES)
     moments = (1 + 2 * outputs) / 3
     return SAMPLES + k * (3 + 1) * moments

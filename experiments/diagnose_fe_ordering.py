@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     from bcl.data.extractor_record import extractor_record
     from bcl.data.features import feature_sequence
     from common import extractor_line
-    from bcl.paper import METHOD_LABELS, method_info, method_names
+    from bcl.paper import METHOD_LABELS, Space, method_info, method_names
     from bcl.provenance import provenance
     from bcl.table.plan import PAPER_TRAIN_POINTS
     ci = args.sequence.startswith("ci")
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     for variant, overrides in variants.items():
         box = "inducing_low" in overrides
         for method in methods + ([] if box else ["joint"]):
-            function_space = method != "joint" and method_info(method).space == "function"
+            function_space = method != "joint" and method_info(method).space is Space.FUNCTION
             if box and not function_space:
                 continue
             kept = overrides if function_space else {k: v for k, v in overrides.items() if k == "epochs"}

@@ -48,8 +48,8 @@ def network_key(column, sequence) -> str:
 
 def _mixture(method: str) -> bool:
     "Whether `method` (a canonical name) samples a Gaussian mixture (`bcl.paper.MethodInfo.family`)."
-    from bcl.paper import METHOD_INFO
-    return method in METHOD_INFO and METHOD_INFO[method].family == "mixture"
+    from bcl.paper import METHOD_INFO, Family
+    return method in METHOD_INFO and METHOD_INFO[method].family is Family.MIXTURE
 
 
 def read_measured(paths: list[str]) -> dict[tuple[str, str, str | None], dict]:

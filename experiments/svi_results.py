@@ -45,7 +45,7 @@ from bcl.data.features import pretraining_settings
 from bcl.vi.mixture import COMPONENT_NOISE
 from bcl.metrics import final_average_accuracy
 from bcl.engine.sequence import result_table, save_table, train_sequence
-from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, method_info, method_names, sequence_setup, svi_settings
+from bcl.paper import AUTHORS_CODE_ACCURACY, SVI_METHODS, Family, method_info, method_names, sequence_setup, svi_settings
 from bcl.factory import build
 
 from common import experiment_sequence, pretraining_record, print_accuracy_table, result_record, seed_summary
@@ -100,7 +100,7 @@ def run(name: str, seeds: list[int], methods: list[str], progress: bool, pretrai
         result = train_sequence(method, sequence, hyper, seeds, progress=progress, checkpoint=checkpoint)
         test = final_average_accuracy(result.metrics["test/accuracy"])[0] * 100  # one configuration
         summary[method_name] = {**seed_summary(test), "settings": svi_settings(cfg["setup"])[method_name],
-                                "component_noise": component_noise if method_info(method_name).family == "mixture" else None,
+                                "component_noise": component_noise if method_info(method_name).family is Family.MIXTURE else None,
                                 "wall_s": time.perf_counter() - start, **result.timings}
         tables.append(result_table(result, np.zeros(len(seeds), int)))
         print(f"{name} {method_name}: {test.mean():.2f} ± {summary[method_name]['std']:.2f} "

@@ -301,7 +301,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     cast = (lambda tree: jax.tree.map(lambda x: x.astype(jnp.float64), tree)) if x64 else (lambda tree: tree)
     from bcl.core import named_keys
     from bcl.vi.mixture import Mixture
-    from bcl.paper import SVI_METHODS, method_info, svi_settings
+    from bcl.paper import SVI_METHODS, Focus, Space, method_info, svi_settings
     from bcl.vi.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
                          variational_init, variational_prior)
     from bcl.engine.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
@@ -339,11 +339,11 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                                             _normal_like(k["rho"], q.rho)))
             like = q.mean if n_components is None else jax.tree.map(lambda leaf: leaf[0], q.mean)
             prior = cast(variational_prior(like, n_components, s["precision"]))
-            if info.focus == "prior" and t > 1:  # prior-focused: the previous task's posterior
+            if info.focus is Focus.PRIOR and t > 1:  # prior-focused: the previous task's posterior
                 prev = cast(variational_init(k["prior"], model.init, n_components))
                 prior = prev._replace(rho=jax.tree.map(lambda r, e: r + 0.5 * e, prev.rho,
                                                        _normal_like(jax.random.fold_in(k["prior"], 1), prev.rho)))
-            uses_coreset = info.focus == "likelihood" or info.space == "function"
+            uses_coreset = info.focus is Focus.LIKELIHOOD or info.space is Space.FUNCTION
             coreset = ()
             if uses_coreset:
                 cx, cy = data.coreset(k["coreset"], n_slots, s["coreset_size"])
@@ -364,14 +364,14 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
             thetas = variational_sample(sk["theta"], q, s["sample_size"])
             draws_check = max_rel(_leaves(thetas), _leaves(thetas_from_draws(q, draws)))
             arrays = {"xs1": batch.xs, "ys1": batch.ys}
-            if info.focus == "likelihood":
+            if info.focus is Focus.LIKELIHOOD:
                 replay = coreset_draw(sk["coreset"], coreset, s["coreset_batch"])
                 keep = np.asarray(replay.mask) > 0  # all or none: the authors' coreset returns no rows at task 1
                 arrays |= {"xs2": np.asarray(replay.xs)[keep], "ys2": np.asarray(replay.ys)[keep]}
             else:
                 arrays |= {"xs2": np.zeros((0, *model.input_shape), np.float32), "ys2": np.zeros((0,), np.int32)}
-            if info.space == "function":
-                if info.focus == "prior":
+            if info.space is Space.FUNCTION:
+                if info.focus is Focus.PRIOR:
                     ind = _prior_inducing_points(sk, coreset, s["coreset_batch"], low, high, s["coreset_prob"])
                 else:
                     ind = uniform_inducing_points(sk["inducing"], s["n_inducing"], low, high)
@@ -402,7 +402,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
                                                   "n_components", "coreset_size", "kl_weighting") if k_ in s},
             }
             cases.append({"name": case, "method": name, "scenario": scenario, "authors_id": AUTHORS_IDS[name],
-                          "focus": info.focus, "task_count": t - 1,
+                          "focus": info.focus.value, "task_count": t - 1,
                           "n_train": n_train,
                           # the authors' hparams to replace, so that both sides use the same divided minibatches
                           "hparams": {BATCH_SETTINGS[k]: v for k, v in smaller[name].items()}})

@@ -98,3 +98,18 @@ def test_long_signatures_state_why():
                if not re.search(rf"\b{n} parameters\b", doc)]
     assert not missing, ("these exported functions take more than 8 parameters without saying why; group them or "
                          "state 'N parameters: <why>' in the docstring:\n" + "\n".join(missing))
+
+
+def test_method_parts_are_compared_as_values_never_as_strings():
+    "A method's parts (`bcl.paper.Kind`, `Focus`, `Family`, `Space`) are enum members: `info.space == 'function'` is"
+    # always False, so a comparison with a string literal is a bug; none may come back in the package or the scripts
+    pattern = re.compile(r"\.(kind|focus|family|space)\s*(==|!=|\bin\b|\bis\b)\s*[\"'(]")
+    found = []
+    for folder in ("bcl", "experiments", "benchmarks", "parity"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if pattern.search(line) and "dtype.kind" not in line:
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "compare a method part with its member (bcl.paper.Kind.MAP, ...):\n" + "\n".join(found)
+    from bcl.paper import METHOD_INFO, Space
+    assert METHOD_INFO["l-g-sfsvi"].space is Space.FUNCTION and METHOD_INFO["l-g-sfsvi"].space != "function"

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import TaskSequence, atomic_write_bytes, atomic_write_json
 from .visualisation import AXIS_LABELS, grid_shape
-from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, method_label
+from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, Space, method_label
 from ..serialise import read_numbers
 
 def _label(name: str) -> str:
@@ -185,7 +185,7 @@ def draw_distances(numbers: dict):
             continue
         tasks = np.arange(1, len(distance["tv"]) + 1)
         space = getattr(METHOD_INFO.get(name), "space", None)  # function space (S-FSVI), parameter space (VCL), else MAP/HMC
-        style = {"function": "-", "parameter": "--"}.get(space, ":")
+        style = {Space.FUNCTION: "-", Space.PARAMETER: "--"}.get(space, ":")
         colour = next(colours)
         left.plot(tasks, distance["tv"], style, marker="o", ms=3, color=colour, label=_label(name))
         left.set_xticks(tasks, [f"{t} †" if t in marked else str(t) for t in tasks])

@@ -18,7 +18,8 @@ import numpy as np
 
 from .verdict import (UNEXPLAINED, CellFacts, Judgement, Protocol, Rule, explain, judge, load_protocol,
                                read_explanations, seeds_required)
-from ..paper import FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI_METHODS, TABLE_METHODS, faa_column
+from ..paper import (FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI_METHODS, TABLE_METHODS, Family, Focus,
+                       Space, faa_column)
 
 # %% auto #0
 __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINTS', 'STATUS_MARKS', 'MARKS_KEY',
@@ -180,18 +181,17 @@ def _error_note(path: Path) -> str:
         return "error.json unreadable"
 
 # %% ../../nbs/table/62_ledger.ipynb #2c65e501
-def _variational(focus: str, family: str, space: str) -> str:
+def _variational(focus: Focus, family: Family, space: Space) -> str:
     "The variational method of the paper with these parts (`bcl.paper.MethodInfo`)."
     return next(m.name for m in METHOD_INFO.values() if (m.focus, m.family, m.space) == (focus, family, space))
 
 def _pairs(column_key: str) -> dict[str, list[tuple[str, str]]]:
     "The orderings that apply to a column, as (should be ≥, than) pairs of methods."
-    families, spaces = ("gaussian", "mixture"), ("parameter", "function")
-    pairs = {"L ≥ P": [(_variational("likelihood", k, s), _variational("prior", k, s)) for k in families for s in spaces],
+    pairs = {"L ≥ P": [(_variational(Focus.LIKELIHOOD, k, s), _variational(Focus.PRIOR, k, s)) for k in Family for s in Space],
              "L-GM-SFSVI best or tied": [("l-gm-sfsvi", m) for m in SVI_METHODS if m != "l-gm-sfsvi"]}
     if faa_column(column_key).pretraining is None:  # the columns without an extractor
-        pairs["SFSVI ≥ VCL"] = [(_variational(f, k, "function"), _variational(f, k, "parameter"))
-                                for f in ("prior", "likelihood") for k in families]
+        pairs["SFSVI ≥ VCL"] = [(_variational(f, k, Space.FUNCTION), _variational(f, k, Space.PARAMETER))
+                                for f in Focus for k in Family]
     return pairs
 
 ORDER_POINTS = 2.0  # two numbers within this many points are tied
@@ -387,7 +387,7 @@ def schedule_section(entries: dict, other: dict, this: str, that: str) -> str:
     return "\n".join(lines) + "\n"
 
 # %% ../../nbs/table/62_ledger.ipynb #40c3c358
-UNCHANGED_BY_MATCHING = tuple(m for m in SVI_METHODS if METHOD_INFO[m].space == "function")  # KL weights B/(tC), B/M: no N_t
+UNCHANGED_BY_MATCHING = tuple(m for m in SVI_METHODS if METHOD_INFO[m].space is Space.FUNCTION)  # KL weights B/(tC), B/M: no N_t
 MATCHED_BASE = {"matched": "epochs", "steps-matched": "steps"}  # what a matched schedule leaves unchanged
 
 def carry_unchanged(entries: dict, schedule: str, base: dict[str, dict]) -> dict:

@@ -18,7 +18,7 @@ from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
 from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance
 from .mixture import ComponentNoise, Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
 from ..models import Model, make_model
-from ..paper import N_COMPONENTS, SVI_METHODS, sequence_setup, svi_settings
+from ..paper import N_COMPONENTS, SVI_METHODS, Family, Focus, Kind, Space, sequence_setup, svi_settings
 from ..paper import method_info as paper_method_info
 from ..paper import method_name as paper_method_name
 from ..engine.train import (Batch, Coreset, Method, MethodState, Training, coreset_add, coreset_draw, coreset_init, nll_sum,
@@ -411,15 +411,15 @@ def svi_parts(name: str, *, n_components: int = N_COMPONENTS, batch_size: int, e
     keyword per flat setting, so that a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-SFSVI, whose
     M is its `coreset_batch`, the C inducing inputs of eq. (12); `coreset_size` of P-VCL)."""
     info = paper_method_info(name)
-    if info.kind != "variational":
+    if info.kind is not Kind.VARIATIONAL:
         raise ValueError(f"{name!r} is not a variational method; choose one of {', '.join(SVI_METHODS)}.")
-    if info.family == "mixture":
+    if info.family is Family.MIXTURE:
         family = MixtureFamily(n_components, component_noise, temperature, rho_mean, rho_std, logit_std)
     else:
         family = GaussianFamily(rho_mean, rho_std)
-    prior = info.focus == "prior"
+    prior = info.focus is Focus.PRIOR
     focus = PriorFocus(coreset_size) if prior else LikelihoodFocus(coreset_batch, coreset_size)
-    if info.space == "function":
+    if info.space is Space.FUNCTION:
         space = FunctionSpace(inducing_low, inducing_high, coreset_batch if prior else n_inducing, coreset_prob,
                               kl_weighting, chunk_size)
     else:
@@ -450,7 +450,7 @@ def svi_suite(model: Model, likelihood: str, setup: str | dict, *, inducing_low=
     for name in map(paper_method_name, names):
         settings = dict(table[name]) | overrides
         hyper = {"learning_rate": settings.pop("learning_rate")}
-        if paper_method_info(name).space == "function":
+        if paper_method_info(name).space is Space.FUNCTION:
             settings |= dict(inducing_low=inducing_low, inducing_high=inducing_high)
         suite[name] = (svi_method(name, model, likelihood, **settings), hyper)
     return suite
