@@ -53,12 +53,13 @@ PRODUCERS = (
     ("hmc_reference_*.json", ("experiments/compare_hmc_references.py",)),
     ("diagnosis_task_heads.json", ("experiments/diagnose_task_heads.py",)),
     ("svi/*.json", ("experiments/svi_results.py",)),
-    ("diagnosis_authors_mnist5k.json", ("experiments/diagnose_authors_data.py",)),
+    ("diagnosis_authors_mnist5k*.json", ("experiments/diagnose_authors_data.py",)),
     ("diagnosis_*_mnist5k_fe.json", ("experiments/diagnose_fe_ordering.py",)),
     ("diagnosis_ewc_*.json", ("experiments/diagnose_penalty_fe.py",)),
     ("diagnosis_si_*.json", ("experiments/diagnose_penalty_fe.py",)),
     ("diagnosis_fe_ceiling.json", ("experiments/diagnose_ceiling.py",)),
-    ("faa_*_projection.json", ("experiments/project_table.py",)),
+    ("*_projection.json", ("experiments/project_table.py",)),
+    ("beyond_*.json", ("nbs/91_table_cell.ipynb", "bcl/table/beyond_ledger.py")),
     ("faa_*.json", ("nbs/91_table_cell.ipynb", "bcl/table/ledger.py")),
 )
 
