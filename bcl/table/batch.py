@@ -22,7 +22,7 @@ from .plan import CellPlan, CellSpec, check_profile, plan_cell
 
 # %% auto #0
 __all__ = ['TARGETS', 'TABLE_LABELS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE', 'CHEAP_FIRST', 'BEFORE_CELL',
-           'VISUALISATION_RUNS', 'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table',
+           'VISUALISATION_RUNS', 'STALL_S', 'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table',
            'before_cell_hooks', 'failure_message', 'run_cell_task', 'prepare_task', 'prepare_groups',
            'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
            'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress', 'list_names', 'run_table']
@@ -457,17 +457,48 @@ def _outcomes(completed, bar, results: list) -> list:
             tqdm.write(f"FAILED {outcome['cell']}: {outcome.get('type')}: {outcome.get('message', '')[:300]}")
     return results
 
-def watch_progress(cells: list[Cell], stop: threading.Event, write=print, interval: float = 2.0) -> None:
-    "Until `stop` is set, print a line whenever a running cell finishes a task (its kernel's `progress.json`)."
+STALL_S = 1800.0  # a running cell that finishes no task for this long is reported (once)
+
+def _mtime(path: Path) -> float | None:
+    return path.stat().st_mtime if path.exists() else None
+
+def _running_since(cell: Cell, begun: float) -> float | None:
+    """When `cell`'s kernel started in this batch (its executed notebook written since `begun`); None before that and
+    once it has ended (numbers.json or error.json written since `begun`)."""
+    started = _mtime(cell.folder / TABLE_TEMPLATE)
+    ended = max((t for t in map(_mtime, (cell.folder / "numbers.json", cell.folder / "error.json")) if t), default=None)
+    if started is None or started < begun or (ended is not None and ended >= begun):
+        return None
+    return started
+
+def watch_progress(cells: list[Cell], stop: threading.Event, write=print, interval: float = 2.0,
+                   stall_s: float = STALL_S, clock=time.time) -> None:
+    """Until `stop` is set, print a line whenever a running cell finishes a task (its kernel's `progress.json`), and
+    once for a running cell that has finished no task for `stall_s` seconds: a kernel that uses no CPU then is stuck
+    (XLA:CPU deadlocks of this kind are what `bcl.CPU_WORKAROUNDS` turns off), and stopping the batch loses no finished
+    task (cells resume from their checkpoints)."""
     seen: dict[str, int] = {}
+    changed: dict[str, float] = {}
+    warned: set[str] = set()
+    begun = clock()
     while True:
         stopping = stop.wait(interval)
+        now = clock()
         for cell in cells:
             p = read_progress(cell.folder / PROGRESS_FILE)
             if p and seen.get(cell.name) != p.get("task"):
-                seen[cell.name] = p.get("task")
+                seen[cell.name], changed[cell.name] = p.get("task"), now
                 write(f"  {cell.name}: task {p['task']}/{p['tasks']} done, test accuracy on tasks 1..{p['task']} "
                       f"{100 * p['test_accuracy']:.1f} %")
+            started = _running_since(cell, begun)
+            if started is None or cell.name in warned:
+                continue
+            quiet = now - max(started, changed.get(cell.name, started))
+            if quiet > stall_s:
+                warned.add(cell.name)
+                last = f"task {seen[cell.name]}" if cell.name in seen else "no task yet"
+                write(f"  {cell.name}: no task finished for {quiet / 60:.0f} min ({last}). If its kernel uses no CPU, "
+                      "it is stuck: stop the batch and run it again (finished tasks resume from the checkpoint).")
         if stopping:
             return
 
