@@ -158,8 +158,10 @@ def _write_ledger(args) -> int:
         judging = Judging("epochs", others, protocol, explanations, primary)
     base = MATCHED_BASE.get(args.schedule)  # the schedule whose S-FSVI cells a matched one carries over
     carried = (args.schedule, previous_cells(tables, run_name(args.profile, base))) if base else None
-    paths = write_ledger(batch, tables, figures, name, title, projection, keep_previous=not args.drop_previous,
+    paths = write_ledger(batch, tables, name, title, projection, keep_previous=not args.drop_previous,
                          compare=compare, judging=judging, profile=args.profile, carried=carried)
+    from bcl.figure.ledger_figure import draw_ledger
+    paths |= draw_ledger(tables, figures, name)  # the figure, from the JSON just written
     print((tables / f"faa_{name}.md").read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -115,7 +115,7 @@ def git_state(root: str | os.PathLike | None = None) -> dict:
 
 # %% ../nbs/02_provenance.ipynb #9f89c764
 # paths under bcl/ that only draw figures and tables from a run's saved numbers
-DRAWING = ("figure/report.py",)
+DRAWING = ("figure/report.py", "figure/ledger_figure.py")
 
 def drawing_version() -> str:
     "16 hex digits of SHA-256 over the `DRAWING` modules (names and contents), as `code_version` over the package."

@@ -1,4 +1,5 @@
-"""Draw the committed figures and tables of the visualisation runs again from their kept numbers (no training).
+"""Draw the committed figures again from the numbers they were drawn from (no training): the visualisation runs' and
+Table faa's.
 
 Usage: python experiments/assemble.py [RUN ...] [--figures figures] [--tables experiments/tables]
 
@@ -7,7 +8,8 @@ numbers.json and grid_probabilities.npz, `bcl.figure.report.write_report`), so b
 again: after a change to the drawing code only (`make stale` says `redraw`), this is `make redraw`. RUN names another
 folder holding those two files (a path, or a run under results/, e.g. paper_disinusoid). Writes
 figures/visualisation_<sequence>.png/.pdf, figures/hmc_distance_<sequence>.png/.pdf and
-<tables>/visualisation_<sequence>.md/.json.
+<tables>/visualisation_<sequence>.md/.json. Without RUN it also draws every Table faa ledger that has a figure
+(figures/faa_<name>.png) from its JSON (`bcl.figure.ledger_figure.draw_ledger`).
 """
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ def main(argv=None) -> None:
         report = write_report(folder, args.figures, args.tables)
         print(report["markdown"])
         print("wrote", *[str(p) for p in report["paths"]], sep="\n  ")
+    if not args.runs:
+        from bcl.figure.ledger_figure import draw_ledger
+        for ledger in sorted(Path(args.tables).glob("faa_*.json")):
+            if not ledger.stem.endswith("_projection") and (Path(args.figures) / f"{ledger.stem}.png").exists():
+                print("wrote", *map(str, draw_ledger(args.tables, args.figures, ledger.stem[len("faa_"):]).values()))
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@ order, and the version then holds the blobs after; an artefact current only thro
 Drawing is judged apart from computing. A report's tables JSON (visualisation_X.json, and the figures drawn with it)
 records the run's provenance for its numbers and `bcl.provenance.drawing_record()` for its pictures; the modules that
 only draw (`bcl.provenance.DRAWING`) are left out of its producer's closure and judged by the drawing version alone.
-Where the numbers are current and only the drawing changed, the artefact is `redraw`: `make redraw` draws it again
-from the numbers kept beside the tables (experiments/tables/visualisation_X/), in minutes and without training.
+Table faa's figures (figures/faa_P.png) are drawn from their ledger's JSON, which records the drawing likewise. Where
+the numbers are current and only the drawing changed, the artefact is `redraw`: `make redraw` draws it again from the
+numbers kept beside the tables (experiments/tables/visualisation_X/) or from the ledger's JSON, without training.
 
 Prints one line per artefact: `current`, `redraw`, `stale` (every recorded version differs in a module it uses, which
 are named) or `no provenance` (made before result files recorded it). Exit status 0; with --strict, 1 when anything
@@ -112,9 +113,14 @@ def recorded_versions(obj) -> set[str]:
 
 
 def drawn(record: Path, tables: Path) -> bool:
-    "Whether `record` is a report's tables JSON, drawn (with its figures) from a run's kept numbers."
+    """Whether `record` is the JSON a figure is drawn from: a visualisation report's tables (drawn with its figures from
+    the run's kept numbers), or a Table faa ledger that has a figure (`bcl.figure.ledger_figure.draw_ledger`)."""
     name = record.relative_to(tables).as_posix() if record.is_relative_to(tables) else record.name
-    return fnmatch.fnmatch(name, "visualisation_*.json") and "/" not in name
+    if "/" in name:
+        return False
+    if fnmatch.fnmatch(name, "faa_*.json") and not name.endswith("_projection.json"):
+        return (tables.parent.parent / "figures" / f"{record.stem}.png").exists()
+    return fnmatch.fnmatch(name, "visualisation_*.json")
 
 
 def drawing_status(record: Path, current_drawing: str) -> str:

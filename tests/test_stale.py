@@ -185,7 +185,10 @@ def test_a_drawing_change_asks_for_a_redraw_not_a_run(tmp_path):
     record = tables / "visualisation_iris.json"
     kept = tables / "visualisation_iris" / "numbers.json"
     assert stale.drawn(record, tables) and not stale.drawn(kept, tables)  # the kept numbers are judged as numbers
-    assert not stale.drawn(tables / "faa_offline.json", tables)
+    assert not stale.drawn(tables / "faa_offline.json", tables)  # a ledger without a figure
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "faa_offline.png").write_bytes(b"")
+    assert stale.drawn(tables / "faa_offline.json", tables) and not stale.drawn(tables / "faa_offline_projection.json", tables)
     record.write_text(json.dumps({"provenance": {"bcl_code": "new"}, "drawing": {"drawing_code": "old"}}))
     assert stale.status(record, "new")[0] == "current"  # the numbers
     assert stale.drawing_status(record, "old") == "current"
@@ -194,4 +197,8 @@ def test_a_drawing_change_asks_for_a_redraw_not_a_run(tmp_path):
     assert stale.drawing_status(record, "now") == "redraw"
     # the drawing modules are in what the visualisation runs, and judged apart from its numbers
     visualisation = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/visualisation_x.json"))
-    assert set(DRAWING) <= visualisation and "serialise.py" in visualisation  # the numbers' writer is computing
+    assert "figure/report.py" in DRAWING and "figure/report.py" in visualisation
+    assert "serialise.py" in visualisation  # the numbers' writer is computing
+    assert "figure/ledger_figure.py" in DRAWING  # Table faa's figure, drawn from the ledger's JSON
+    cells = stale.module_closure(stale.producer_of(stale.ROOT / "experiments/tables/faa_offline.json"))
+    assert not set(DRAWING) & cells  # the ledger draws nothing: a drawing change leaves the cells current

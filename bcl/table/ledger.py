@@ -10,7 +10,6 @@ import functools
 import json
 import math
 import os
-import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,10 +24,10 @@ from ..paper import (FAA_COLUMNS, FAA_PUBLISHED, METHOD_INFO, METHOD_LABELS, SVI
 __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINTS', 'STATUS_MARKS', 'MARKS_KEY',
            'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'MATCHED_BASE', 'VERDICT_COUNTS', 'Status', 'Entry',
            'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
-           'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_figure', 'ledger_entries',
-           'schedule_section', 'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'judged_cells',
-           'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name',
-           'extractor_regimes', 'devices_section', 'extractors_section', 'write_ledger']
+           'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_entries', 'schedule_section',
+           'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'judged_cells', 'verdicts_of',
+           'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name', 'extractor_regimes',
+           'devices_section', 'extractors_section', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
@@ -300,49 +299,6 @@ def latex_ledger(entries: dict[tuple[str, str], Entry]) -> str:
             out.append(f"{METHOD_LABELS[m]} & " + " & ".join(cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(out)
-
-def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
-    """One panel per column with a cell of ours: ours (mean ± sd) against the paper's number for every method; the
-    columns where no cell ran are named under the figure instead of drawn empty."""
-    import matplotlib.pyplot as plt
-    shown = [c for c in FAA_COLUMNS if any(entries[c.key, m].mean is not None for m in TABLE_METHODS)] or list(FAA_COLUMNS)
-    hidden = [c for c in FAA_COLUMNS if c not in shown]
-    ncols = min(4, len(shown))
-    nrows = -(-len(shown) // ncols)
-    why = lambda c: "; ".join(sorted({entries[c.key, m].status for m in TABLE_METHODS}))
-    footnote = textwrap.wrap("Not shown, no cell ran: " + "; ".join(f"{c.label} ({why(c)})" for c in hidden),
-                             width=int(17 * 3.5 * ncols)) if hidden else []  # about 17 characters an inch at 7 pt
-    footnote_height = 0.13 * len(footnote) + 0.1 if footnote else 0.0  # inches, under the tick labels
-    height = 2.75 * nrows + 0.6 + footnote_height
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, height), sharey=True, squeeze=False)
-    x = np.arange(len(TABLE_METHODS))
-    for ax, c in zip(axes.flat, shown):
-        es = [entries[c.key, m] for m in TABLE_METHODS]
-        ax.scatter(x, [e.paper for e in es], marker="_", s=120, color="black", label="paper", zorder=3)
-        ran = [i for i, e in enumerate(es) if e.mean is not None]
-        for own, style in ((True, dict(fmt="o", label="ours (mean ± sd)")),
-                           (False, dict(fmt="o", mfc="white", label="ours, carried over (=)"))):
-            some = [i for i in ran if (not es[i].carried) == own]
-            if some or own:  # the carried marker only where a cell is carried
-                ax.errorbar([x[i] for i in some], [es[i].mean for i in some], yerr=[es[i].sd for i in some], ms=3,
-                            color="tab:blue", **style)
-        if not ran:
-            ax.text(0.5, 0.5, es[0].status, transform=ax.transAxes, ha="center", fontsize=8, color="0.4")
-        ax.set_title(c.label + (" *" if any(e.status in JUDGED and e.note for e in es) else ""), fontsize=8)
-        ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
-        ax.set_ylim(0, 100)
-        ax.grid(axis="y", alpha=0.3)
-    for ax in axes.flat[len(shown):]:
-        ax.axis("off")
-    if footnote:
-        fig.text(0.5, 0.05 / height, "\n".join(footnote), ha="center", va="bottom", fontsize=7)
-    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_legend_handles_labels()[0]}
-    axes.flat[0].legend(handles=list(handles.values()), fontsize=6)  # every marker any panel uses
-    for row in axes[:, 0]:
-        row.set_ylabel("final average accuracy (%)", fontsize=7)
-    fig.suptitle(title + "  (* substitute data)", fontsize=10)
-    fig.tight_layout(rect=(0, footnote_height / height, 1, 1))
-    return fig
 
 # %% ../../nbs/table/62_ledger.ipynb #77be82cf
 SCHEDULE_LABELS = {"epochs": "the paper's epochs per task", "steps": "the paper's optimiser steps per task",
@@ -645,7 +601,7 @@ def extractors_section(cells: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 # %% ../../nbs/table/62_ledger.ipynb #47eb8de8
-def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: str = "",
+def write_ledger(batch_folder, tables_folder, name: str, title: str = "",
                  projection: dict | None = None, keep_previous: bool = True,
                  compare: tuple[str, str, dict] | None = None,
                  judging: Judging | None = None, profile: str | None = None,
@@ -654,14 +610,13 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
     other schedule, the other ledger's entries) appends `schedule_section`; `judging` (the headline ledger) appends
     `protocol_section` and `sensitivity_section` and records each cell's verdict under the protocol. `profile`: the
     batch's profile (default: the one the batch folder records). `carried` = (this schedule, the finished records of
-    the schedule it matches) fills the cells the schedule leaves unchanged (`carry_unchanged`). 11 parameters: where
-    to read and write (three folders), the ledger's name and title, five optional parts of it, and the profile."""
-    import io
-    import matplotlib.pyplot as plt
+    the schedule it matches) fills the cells the schedule leaves unchanged (`carry_unchanged`). 10 parameters: where
+    to read and write (two folders), the ledger's name and title, five optional parts of it, and the profile. Its
+    figure is drawn from the JSON by `bcl.figure.ledger_figure.draw_ledger`."""
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.provenance import provenance
     from bcl.table.cell import read_cell
-    tables_folder, figures_folder = Path(tables_folder), Path(figures_folder)
+    tables_folder = Path(tables_folder)
     previous = previous_cells(tables_folder, name) if keep_previous else {}
     entries = collect(batch_folder, profile, projection=(projection or {}).get("cells"), kept=previous)
     if carried:
@@ -714,10 +669,4 @@ def write_ledger(batch_folder, tables_folder, figures_folder, name: str, title: 
             "version": judging.protocol.version, "file": "experiments/protocol.json",
             "counts": verdict_counts(verdicts)},
         "orderings": {c.key: orderings(entries, c.key) for c in FAA_COLUMNS}})
-    fig = ledger_figure(entries, title)
-    for suffix, dpi in (("png", 150), ("pdf", None)):
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=suffix, dpi=dpi, bbox_inches="tight")
-        paths[suffix] = atomic_write_bytes(figures_folder / f"faa_{name}.{suffix}", buffer.getvalue())
-    plt.close(fig)
     return paths
