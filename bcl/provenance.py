@@ -36,15 +36,18 @@ def code_version() -> str:
     return _folder_version(_package_folder())
 
 @functools.lru_cache(maxsize=8)
-def _folder_version(folder: Path) -> str:
+def _files_version(folder: Path, names: tuple[str, ...]) -> str:
+    "16 hex digits of SHA-256 over the files `names` under `folder`: each name and its contents, NUL-separated, sorted."
     digest = hashlib.sha256()
-    files = sorted((p for p in folder.rglob("*.py")
-                    if "__pycache__" not in p.parts and p.relative_to(folder).as_posix() not in OUTSIDE_COMPUTATION),
-                   key=lambda p: p.relative_to(folder).as_posix())
-    for path in files:
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for name in sorted(names):
+        digest.update(name.encode() + b"\0")
+        digest.update((folder / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+@functools.lru_cache(maxsize=8)
+def _folder_version(folder: Path) -> str:
+    names = (p.relative_to(folder).as_posix() for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+    return _files_version(folder, tuple(n for n in names if n not in OUTSIDE_COMPUTATION))
 
 # %% ../nbs/02_provenance.ipynb #6c7cf511
 def _plain(obj: Any, path: str) -> Any:
@@ -120,14 +123,6 @@ DRAWING = ("figure/report.py", "figure/ledger_figure.py")
 def drawing_version() -> str:
     "16 hex digits of SHA-256 over the `DRAWING` modules (names and contents), as `code_version` over the package."
     return _files_version(_package_folder(), DRAWING)
-
-@functools.lru_cache(maxsize=8)
-def _files_version(folder: Path, names: tuple[str, ...]) -> str:
-    digest = hashlib.sha256()
-    for name in sorted(names):
-        digest.update(name.encode() + b"\0")
-        digest.update((folder / name).read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
 
 def drawing_record() -> dict:
     "What drew a figure or table: `{\"created\", \"drawing_code\": drawing_version(), \"git\": git_state()}`."

@@ -125,7 +125,7 @@ def drawn(record: Path, tables: Path) -> bool:
 
 def drawing_status(record: Path, current_drawing: str) -> str:
     "'current' when `record` was drawn by the drawing code of now (`bcl.provenance.drawing_version`), else 'redraw'."
-    drawing = json.loads(record.read_text()).get("drawing") or {} if record.exists() else {}
+    drawing = (json.loads(record.read_text()).get("drawing") or {}) if record.exists() else {}
     return "current" if drawing.get("drawing_code") == current_drawing else "redraw"
 
 
