@@ -15,8 +15,8 @@ __all__ = ['METHODS', 'METHOD_INFO', 'METHOD_NAMES', 'MAP_METHODS', 'SVI_METHODS
            'N_COMPONENTS', 'PRIOR_PRECISION', 'EWC_LAMBDAS', 'SI_XIS', 'HMC_SETTINGS', 'MNIST_CNN', 'FEATURE_SETUP',
            'SEQUENCE_SETUPS', 'FAA_COLUMNS', 'FAA_COLUMN_KEYS', 'FAA_PUBLISHED', 'AUTHORS_CODE_ACCURACY', 'Kind',
            'Focus', 'Family', 'Space', 'MethodInfo', 'ExtraMethod', 'UserMethod', 'method_name', 'method_info',
-           'method_names', 'register_method', 'method_label', 'Setup', 'setup', 'map_settings', 'svi_settings',
-           'check_setup', 'register_setup', 'SequenceSetup', 'sequence_setup', 'Column', 'faa_column']
+           'is_sampler', 'method_names', 'register_method', 'method_label', 'Setup', 'setup', 'map_settings',
+           'svi_settings', 'check_setup', 'register_setup', 'SequenceSetup', 'sequence_setup', 'Column', 'faa_column']
 
 # %% ../nbs/01_paper.ipynb #4c8eb6e9
 class Kind(enum.Enum):
@@ -121,6 +121,11 @@ def method_info(name: str) -> MethodInfo:
         raise ValueError(f"{name!r} is {kind}, not one of the paper's; its parts are its own build function's.")
     return METHOD_INFO[canonical]
 
+def is_sampler(name: str) -> bool:
+    "True for a method that samples the joint posterior instead of training task by task (its kind is `Kind.HMC`)."
+    info = METHOD_INFO.get(method_name(name))
+    return info is not None and info.kind is Kind.HMC
+
 def method_names(names: Sequence[str]) -> list[str]:
     "Canonical names of a non-empty list of methods, each listed once."
     if isinstance(names, str) or not isinstance(names, (list, tuple)) or not names:
@@ -196,13 +201,13 @@ def setup(name: str) -> Setup:
                      "add your own with bcl.paper.register_setup).")
 
 def map_settings(name: str) -> dict:
-    "Keyword settings of `bcl.methods.map.map_suite` for setup `name`."
+    "Flat settings of the five MAP baselines for setup `name` (`bcl.factory.method_settings` reads them)."
     s = setup(name)
     return dict(learning_rate=s.learning_rate, batch_size=s.batch_size, er_batch=s.er_batch,
                 coreset_size=s.coreset_size, epochs=s.epochs, precision=PRIOR_PRECISION)
 
 def svi_settings(name: str) -> dict[str, dict]:
-    "{SVI method: keyword settings of `bcl.vi.svi.svi_method`} for setup `name`, learning rate included."
+    "{SVI method: flat settings (`bcl.factory.svi_parts`)} for setup `name`, learning rate included."
     s = setup(name)
     half, lr = s.batch_size // 2, s.learning_rate
     fs_lr = round(lr * SFSVI_LEARNING_RATE_FACTOR, 12)  # 0.01, not 0.010000000000000002

@@ -27,23 +27,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jax
 
 from bcl.data.sequences import load_sequence
-from bcl.methods.map import finetuning, map_suite
+from bcl.factory import build
+from bcl.methods.map import finetuning
 from bcl.models import make_model
-from bcl.paper import map_settings, sequence_setup
+from bcl.paper import MAP_METHODS
 from bcl.engine.compilation import PROGRAMS
 from bcl.engine.sequence import train_sequence
 
 
 def suite_time(sequence, seeds):
-    setup = sequence_setup(sequence.name)
-    settings = map_settings(setup.setup)
-    model = make_model(setup.model, sequence.n_outputs, sequence.input_shape)
     PROGRAMS.cache.clear()
     totals = {"compile_s": 0.0, "run_s": 0.0}
     load_before = os.getloadavg()[0]
     cpu_start = time.process_time()
     start = time.perf_counter()
-    for name, (method, hyper) in map_suite(model, sequence.likelihood, **settings).items():
+    for name in MAP_METHODS:
+        _, method, hyper, _ = build(name, sequence)
         result = train_sequence(method, sequence, hyper, seeds, progress=False)
         for k in totals:
             totals[k] += result.timings[k]

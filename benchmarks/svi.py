@@ -42,8 +42,8 @@ from bcl.models import make_model
 from bcl.metrics import final_average_accuracy
 from bcl.engine.compilation import PROGRAMS
 from bcl.engine.sequence import train_sequence
-from bcl.paper import SVI_METHODS as METHOD_NAMES, sequence_setup
-from bcl.vi.svi import svi_suite
+from bcl.factory import build, build_on
+from bcl.paper import SVI_METHODS as METHOD_NAMES, SequenceSetup
 from bcl.engine.train import make_task_program, vmap_program
 
 
@@ -71,8 +71,9 @@ def step_ratios(model_name, input_shape, n, epochs, low, high, repeats=3, method
     sequence = TaskSequence("bench", (Task(split, split, split, tuple(range(10))),) * 2, 10, "softmax",
                             tuple(input_shape), (None, None))
     model = make_model(model_name, 10, input_shape)
-    suite = svi_suite(model, "softmax", "image", inducing_low=low, inducing_high=high, epochs=epochs,
-                      names=methods or METHOD_NAMES, component_noise=component_noise)
+    setup = SequenceSetup("image", model_name, low, high)
+    suite = {name: build_on(name, model, "softmax", setup, component_noise=component_noise, epochs=epochs)[1:3]
+             for name in methods or METHOD_NAMES}
     baselines = {}
     for name, (method, hyper) in suite.items():
         batch = method.training.batch_size
@@ -93,11 +94,8 @@ def iris_total(component_noise="independent", workers=1):
     """All eight methods on cisplit2diris, one seed; `workers` > 1 trains that many methods at once in threads
     (XLA compiles and runs outside Python's lock, so on a multi-core CPU the methods' compilations overlap)."""
     iris = load_sequence("cisplit2diris")
-    cfg = sequence_setup("cisplit2diris")
-    model = make_model(cfg.model, iris.n_outputs, iris.input_shape)
     PROGRAMS.cache.clear()
-    suite = svi_suite(model, iris.likelihood, cfg.setup, inducing_low=cfg.inducing_low,
-                      inducing_high=cfg.inducing_high, component_noise=component_noise)
+    suite = {name: build(name, iris, component_noise=component_noise)[1:3] for name in METHOD_NAMES}
 
     def one(item):
         name, (method, hyper) = item
@@ -134,10 +132,7 @@ def _compile_stats(fn, *args):
 
 def compile_size(methods=None):
     iris = load_sequence("cisplit2diris")
-    cfg = sequence_setup("cisplit2diris")
-    model = make_model(cfg.model, iris.n_outputs, iris.input_shape)
-    suite = svi_suite(model, iris.likelihood, cfg.setup, inducing_low=cfg.inducing_low,
-                      inducing_high=cfg.inducing_high, names=methods or METHOD_NAMES)
+    suite = {name: build(name, iris)[1:3] for name in methods or METHOD_NAMES}
     xs, ys = jnp.asarray(iris.tasks[0].train.xs), jnp.asarray(iris.tasks[0].train.ys)
     for name, (method, hyper) in suite.items():
         state = jax.tree.map(lambda x: x[None, None], method.init(jax.random.key(0), iris))

@@ -25,10 +25,8 @@ import numpy as np
 
 from bcl.core import atomic_write_json, results_dir
 from bcl.data.features import pretraining_settings
-from bcl.methods.map import map_suite
+from bcl.factory import build, settings_of
 from bcl.paper import AUTHORS_CODE_ACCURACY, MAP_METHODS, map_settings, sequence_setup
-from bcl.models import make_model
-from bcl.engine.train import output_units
 from bcl.metrics import final_average_accuracy
 from bcl.engine.sequence import hyper_configs, result_table, save_table, select_by_validation, train_sequence
 import pandas as pd
@@ -39,9 +37,9 @@ def run(name: str, seeds: list[int], importance_sign: int, progress: bool, pretr
     sequence = experiment_sequence(name, pretraining, progress)
     setup = sequence_setup(name)  # NAME_fe: the linear head on features
     settings = map_settings(setup.setup)
-    model = make_model(setup.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
-                       conv_impl=setup.conv_impl)
-    suite = map_suite(model, sequence.likelihood, importance_sign=importance_sign, **settings)
+    sign = {"importance_sign": importance_sign}
+    suite = {method: build(method, sequence, setup, **(sign if "importance_sign" in settings_of(method) else {}))[1:3]
+             for method in MAP_METHODS}
     summary, tables = {}, []
     for method_name, (method, hyper) in suite.items():
         start = time.perf_counter()

@@ -20,7 +20,7 @@ scenarios are t1 and t2 (one stored coreset task; for prior-focused methods a ra
 
 Both packages are called `bcl` and need different JAX versions (ours 0.10, theirs 0.4.28), so the harness runs in two
 processes. This one (ours) builds, for every method and scenario, the variational parameters q, the prior, a minibatch
-and the random key of one training step; it calls our method's own step loss, `svi_method(...).loss(q, memory, key,
+and the random key of one training step; it calls our method's own step loss, `build_on(...).method.loss(q, memory, key,
 batch, hyper, task)` (the function `bcl.engine.train.make_task_program` differentiates), and its `predict`. From the same
 key it recovers what that loss used: the coreset batch (`coreset_draw`), the inducing inputs
 (`uniform_inducing_points`, or the coreset inputs for P-S-FSVI), the standard normals and, for mixtures, the Gumbel
@@ -302,7 +302,8 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     from bcl.core import named_keys
     from bcl.vi.mixture import Mixture
     from bcl.paper import SVI_METHODS, Focus, Space, method_info, svi_settings
-    from bcl.vi.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, svi_suite, uniform_inducing_points,
+    from bcl.factory import build_on
+    from bcl.vi.svi import (SVIMemory, _prior_inducing_points, inducing_bounds, uniform_inducing_points,
                          variational_init, variational_prior)
     from bcl.engine.train import Batch, Coreset, TaskInfo, coreset_draw, n_batches
 
@@ -312,8 +313,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
     smaller = {name: divided_batches(svi_settings(setup.setup)[name], batch_divisor)
                for name in SVI_METHODS if not methods or name in methods}
-    suite = {name: svi_suite(model, target["likelihood"], setup.setup, inducing_low=setup.inducing_low,
-                             inducing_high=setup.inducing_high, names=[name], **overrides)[name]
+    suite = {name: build_on(name, model, target["likelihood"], setup, **overrides)[1:3]
              for name, overrides in smaller.items()}
     data = CaseInputs(target, low, high)
     n_slots = max(3, len(data.tasks or ()))  # coreset task slots (Iris: 3)

@@ -11,7 +11,7 @@ Usage (our environment; the authors' side runs as a subprocess in theirs, as for
 
 Both packages are called `bcl` and need different JAX versions, so, like `authors_parity.py` (whose helpers this
 script imports), the harness runs in two processes; `parity/authors_side_map.py` is the authors' half. Ours are
-the methods and grids of `bcl.methods.map.map_suite(model, 'softmax', **bcl.paper.map_settings('2d'))`. Theirs are their
+the methods and grids of `bcl.factory.build_on(name, model, 'softmax', setup)` on the 2-D setup. Theirs are their
 trainer classes built from the blocks of experiments/svi_cisplit2diris_fcnn.toml: the toml of their Iris runs, FCNN3
 16-16-3 as in `authors_parity.py`, with blocks joint, finetuning, ewc1-5, si1-15 and er. The cases use λ = 10 (ewc2)
 and λ = 10, ξ = 0.1 (si2). Each case runs at the first and the third task (t1, t3):
@@ -167,8 +167,9 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     import jax.numpy as jnp
     from bcl.core import Split, named_keys
     from bcl.data.sequences import load_sequence
-    from bcl.methods.map import QuadraticMemory, SIMemory, expected_fisher, map_suite, si
-    from bcl.paper import MAP_METHODS, map_settings
+    from bcl.factory import build_on
+    from bcl.methods.map import QuadraticMemory, SIMemory, expected_fisher, si
+    from bcl.paper import MAP_METHODS
     from bcl.vi.svi import inducing_bounds
     from bcl.engine.train import (Batch, Coreset, MethodState, TaskInfo, coreset_draw, epoch_batches, make_task_program,
                            n_batches)
@@ -182,7 +183,7 @@ def build_cases(seed: int, x64: bool = False, sequence: str = SEQUENCE, network:
     low, high = inducing_bounds(setup.inducing_low, setup.inducing_high, model.input_shape)
     case_inputs = CaseInputs(target, low, high)
     scenarios = target["scenarios"]
-    suite = map_suite(model, likelihood, **map_settings(setup.setup))
+    suite = {name: build_on(name, model, likelihood, setup)[1:3] for name in MAP_METHODS}
     tasks = [(np.asarray(t.train.xs, np.float32), np.asarray(t.train.ys, np.int32))
              for t in load_sequence(sequence).tasks]
     if any(len(ys) != n_train for _, ys in tasks):
@@ -329,7 +330,7 @@ CLASSES = {"joint": "Joint", "finetuning": "Finetuning", "ewc": "ElasticWeightCo
 
 
 def settings_check(name: str, ours: dict, blocks: dict):
-    "True, or the hyperparameters that differ between `map_suite`/`bcl.paper` and every toml block of the class."
+    "True, or the hyperparameters that differ between `bcl.factory`/`bcl.paper` and every toml block of the class."
     settings, grid = ours["settings"][name]
     bl = blocks[CLASSES[name]]
     def theirs(key):

@@ -24,10 +24,11 @@ def _seq():
 
 def _map_method(**kw):
     from bcl.models import make_model
+    from bcl.factory import PAPER_GRIDS
     from bcl.methods.map import map_suite
     model = make_model("linear", 2, (2,))
     settings = dict(learning_rate=0.1, batch_size=4, er_batch=2, coreset_size=2, epochs=1) | kw
-    return map_suite(model, "softmax", **settings)
+    return map_suite(model, "softmax", **PAPER_GRIDS, **settings)
 
 
 def _train(method_name="finetuning", sequence=None, hyper=None, method=None, **kw):
@@ -46,9 +47,9 @@ def _with_settings(**settings):
 def _train_svi(name, **settings):
     from bcl.models import make_model
     from bcl.engine.sequence import train_sequence
-    from bcl.vi.svi import svi_method
-    method = svi_method(name, make_model("linear", 2, (2,)), "softmax", batch_size=2, coreset_batch=2, epochs=1,
-                        **settings)
+    from bcl.factory import make_method
+    method, _ = make_method(name, make_model("linear", 2, (2,)), "softmax",
+                            dict(learning_rate=0.1, batch_size=2, coreset_batch=2, epochs=1) | settings)
     return train_sequence(method, _seq(), {"learning_rate": 0.1}, progress=False)
 
 
@@ -102,10 +103,12 @@ def _hmc(**kw):
                             **({"n_chains": 2, "num_warmup": 0, "num_samples": 2, "progress": False} | kw))
 
 
-def _svi(setup="2d", **kw):
+def _svi(setup="2d", name="l-g-sfsvi", inducing_low=-3.0, inducing_high=3.0):
+    from bcl.factory import build_on
     from bcl.models import make_model
-    from bcl.vi.svi import svi_suite
-    return svi_suite(make_model("linear", 3, (2,)), "softmax", setup, **kw)
+    from bcl.paper import SequenceSetup
+    return build_on(name, make_model("linear", 3, (2,)), "softmax",
+                    SequenceSetup(setup, "linear", inducing_low, inducing_high))
 
 
 def _make_sequence(*args, **kw):
@@ -145,9 +148,9 @@ CASES = [
     ("map_suite/nan-learning-rate", lambda: _map_method(learning_rate=float("nan")), "learning_rate"),
     ("map_suite/coreset-larger-than-task", lambda: _train("er", suite={"coreset_size": 500}),
      "coreset_size = 500 exceeds the training points of tasks 1 and 2"),
-    ("svi_suite/unknown-setup", lambda: _svi("nosuch"), "nosuch"),
-    ("svi_suite/unknown-method", lambda: _svi(names=["p-gm-sfsvi-x"]), "p-gm-sfsvi-x"),
-    ("svi_suite/inducing-low-equals-high", lambda: _svi(inducing_low=1.0, inducing_high=1.0), "inducing"),
+    ("build_on/unknown-setup", lambda: _svi("nosuch"), "nosuch"),
+    ("build_on/unknown-method", lambda: _svi(name="p-gm-sfsvi-x"), "p-gm-sfsvi-x"),
+    ("build_on/inducing-low-equals-high", lambda: _svi(inducing_low=1.0, inducing_high=1.0), "inducing"),
     ("train_sequence/no-learning-rate", lambda: _train(hyper={"lam": 1.0}), "learning_rate"),
     ("train_sequence/no-seeds", lambda: _train(seeds=()), "seeds"),
     ("train_sequence/seed-str", lambda: _train(seeds=["a"]), "seed"),
@@ -187,9 +190,10 @@ CASES = [
 
 def _map_method_likelihood(likelihood):
     from bcl.models import make_model
+    from bcl.factory import PAPER_GRIDS
     from bcl.methods.map import map_suite
     return map_suite(make_model("linear", 2, (2,)), likelihood, learning_rate=0.1, batch_size=4, er_batch=2,
-                     coreset_size=2, epochs=1)
+                     coreset_size=2, epochs=1, **PAPER_GRIDS)
 
 
 def _param(case):

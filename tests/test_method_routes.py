@@ -115,3 +115,18 @@ if __name__ == "__main__" and "--write" in sys.argv:
     lines = [f"{json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in sorted(records().items())]
     FIXTURE.write_text("{\n" + ",\n".join(lines) + "\n}\n")  # one build a line: a diff names the builds it changes
     print(f"wrote {FIXTURE}")
+
+
+def test_names_become_methods_only_in_the_factory():
+    "Outside `bcl.factory`, nothing in the package or the scripts turns a method's name into a method itself."
+    import re
+    by_name = re.compile(r"\b(map_suite|svi_parts)\(")
+    found = []
+    for folder in ("bcl", "experiments", "benchmarks", "parity", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "_modidx.py" or path == ROOT / "bcl" / "factory.py":
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if by_name.search(line) and not line.lstrip().startswith("def "):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "build methods by name with bcl.factory.build (or build_on):\n" + "\n".join(found)

@@ -4,13 +4,13 @@ Each sequence is loaded the way a user would load it: the offline ones (Iris, Si
 from their real sources, the tfds ones (MNIST, CIFAR-10) under `tfds.testing.mock_data`, the ISIC ones (HAM-8,
 HAM-6) from a small fake archive written here, and the `_fe` sequences from synthetic features of the extractors'
 widths (64 for the MNIST-type CNN, 512 for the ResNet). The sequence is then cut to its first two tasks and a few
-points per split, and every method of `bcl.vi.svi.svi_suite` is trained for one epoch with the sequence's own settings
-(`bcl.vi.svi.sequence_settings`: model, setup, inducing-point bounds), batches of 4 and the coreset shrunk to fit. The test asserts
+points per split, and every variational method is built by `bcl.factory.build` and trained for one epoch with the sequence's own settings
+(`bcl.paper.sequence_setup`: model, setup, inducing-point bounds), batches of 4 and the coreset shrunk to fit. The test asserts
 finite losses, probabilities that are finite and sum to one, and accuracies in [0, 1].
 
 These compile 8 programs per sequence, so they run only with `BCL_TEST_FLAGS=slow` (`make test-all`). The four
 sequences of the 6-layer CNN (CIFAR, HAM) take several minutes each on a 2-core CPU (Split CIFAR-10: 13 min with
-other jobs running), with the convolutions computed as patches (`bcl.vi.svi.sequence_model`); with `nn.Conv` the first
+other jobs running), with the convolutions computed as patches (`bcl.factory.paper_network`); with `nn.Conv` the first
 of them did not finish within 15 minutes.
 """
 import os
@@ -89,17 +89,19 @@ def shrink(sequence, n_tasks: int = 2, points: int = POINTS):
 @pytest.mark.parametrize("name", CONTINUAL + tuple(FEATURES))
 def test_every_method_trains_and_predicts(name, tmp_path):
     from bcl.engine.sequence import train_sequence
+    from bcl.factory import build
     from bcl.paper import SVI_METHODS
-    from bcl.vi.svi import sequence_model, sequence_settings, svi_suite
     sequence = synthetic_feature_sequence(name, FEATURES[name]) if name in FEATURES else \
         shrink(real_or_mock_sequence(name, tmp_path))
-    settings = sequence_settings(name)
-    model = sequence_model(name, sequence)
+    from bcl.factory import settings_of
+    from bcl.paper import sequence_setup
     smallest = min(len(task.train.ys) for task in sequence.tasks)
-    suite = svi_suite(model, sequence.likelihood, settings["setup"], inducing_low=settings["inducing_low"],
-                      inducing_high=settings["inducing_high"], epochs=1, batch_size=4, coreset_batch=4,
-                      coreset_size=smallest, n_inducing=8, predict_sample_size=2)
-    assert list(suite) == list(SVI_METHODS)
+    small = dict(epochs=1, batch_size=4, coreset_batch=4, coreset_size=smallest, n_inducing=8, predict_sample_size=2)
+    suite = {}
+    for method_name in SVI_METHODS:  # the sequence's paper network and setup, shrunk where the method takes it
+        built = build(method_name, sequence, sequence_setup(name),
+                      **{key: value for key, value in small.items() if key in settings_of(method_name)})
+        suite[method_name] = (built.method, built.hyper)
     for method_name, (method, hyper) in suite.items():
         result = train_sequence(method, sequence, hyper, seeds=(0,), progress=False)
         assert np.isfinite(result.losses).all(), (name, method_name)

@@ -62,7 +62,7 @@ def hyper_configs(hyper: dict) -> list[dict[str, float]]:
 def check_sequence(method: Method, sequence: TaskSequence) -> None:
     "Raise `ValueError` if `sequence` does not fit `method`'s model and likelihood."
     if not isinstance(method, Method):
-        raise ValueError(f"method must be a bcl.engine.train.Method (e.g. from bcl.methods.map.map_suite or bcl.vi.svi.svi_suite), "
+        raise ValueError(f"method must be a bcl.engine.train.Method (e.g. bcl.factory.build(name, sequence).method), "
                          f"got {type(method).__name__}.")
     if not isinstance(sequence, TaskSequence):
         raise ValueError(f"sequence must be a bcl.core.TaskSequence (e.g. from bcl.data.sequences.load_sequence), got "

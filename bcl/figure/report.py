@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import TaskSequence, atomic_write_bytes, atomic_write_json
 from .visualisation import AXIS_LABELS, grid_shape
-from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, Space, method_label
+from ..paper import AUTHORS_CODE_ACCURACY, METHOD_INFO, Space, is_sampler, method_label
 from ..serialise import read_numbers
 
 def _label(name: str) -> str:
@@ -96,7 +96,7 @@ def draw_visualisation(sequence: TaskSequence, methods: Sequence[str], grids: di
             xs, ys = _train_points(sequence, t + 1)
             colours = [("tab:red", "tab:blue")[y] if binary else CLASS_COLOURS[y] for y in ys]
             ax.scatter(xs[:, 0], xs[:, 1], c=colours, s=2.5 if binary else 4, linewidths=0.3, edgecolors="black")
-            if name == "hmc" and t + 1 in marked_tasks:
+            if is_sampler(name) and t + 1 in marked_tasks:
                 ax.text(0.96, 0.94, "†", transform=ax.transAxes, ha="right", va="top", fontsize=9, color="black",
                         bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
     x_label, y_label = AXIS_LABELS.get(sequence.name, ("$x_1$", "$x_2$"))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import TaskSequence, named_keys
 from ..models import make_model
-from ..paper import HMC_SETTINGS, method_name, method_names
+from ..paper import HMC_SETTINGS, is_sampler, method_name, method_names
 from ..engine.train import Method
 
 # %% auto #0
@@ -45,7 +45,7 @@ def build_method(name: str, sequence: TaskSequence, preset: str = "paper", *, ep
     name = method_name(name)
     if preset not in SETTINGS_CHOICES:
         raise ValueError(f"Unknown preset {preset!r}; choose one of {SETTINGS_CHOICES}.")
-    if name == "hmc":
+    if is_sampler(name):
         return MethodSpec(name, None, None, dict(HMC_SETTINGS) | dict(hmc or {}))
     built = build(name, sequence, **({} if epochs is None else {"epochs": epochs}))
     return MethodSpec(name, built.method, built.hyper, None)
@@ -217,7 +217,7 @@ def method_entry(run: MethodRun) -> dict:
     return {"status": "ok", "test_accuracy": run.accuracy,
             "final_average_accuracy": {"per_seed": final, "mean": final.mean(),
                                        "std": final.std(ddof=1) if len(final) > 1 else 0.0},
-            "selected": info.pop("selected", None), "hmc": info if run.name == "hmc" else None,
+            "selected": info.pop("selected", None), "hmc": info if is_sampler(run.name) else None,
             "timings": {k: info[k] for k in ("compile_s", "run_s", "wall_s", "grid_predict_s") if k in info}}
 
 # %% ../../nbs/figure/50_visualisation.ipynb #3d8f52af

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +15,6 @@ from jax.flatten_util import ravel_pytree
 
 from ..core import Split, TaskSequence, check_positive, row_chunks
 from ..models import Model
-from ..paper import EWC_LAMBDAS, SI_XIS
 from ..engine.heads import TaskHeads, task_head
 from ..engine.train import (Batch, Method, MethodState, Training, class_log_probabilities, class_logits, coreset_add,
                               coreset_draw, coreset_init, nll_sum, predict_probabilities)
@@ -202,10 +201,10 @@ def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, co
 # %% ../../nbs/methods/40_map.ipynb #109260fb
 def map_suite(model: Model, likelihood: str, *, learning_rate: float, batch_size: int, er_batch: int,
               coreset_size: int, epochs: int, precision: float = 1.0, importance_sign: int = 1,
-              lambdas=EWC_LAMBDAS, xis=SI_XIS) -> dict[str, tuple[Method, dict]]:
-    """The five MAP baselines as {name: (method, hyper)} with the paper's grids. 11 parameters: the network and
-    likelihood, then one keyword per flat setting of `bcl.paper.map_settings` (so that a misspelt one is a
-    `TypeError`) and the two grids."""
+              lambdas: Sequence[float], xis: Sequence[float]) -> dict[str, tuple[Method, dict]]:
+    """The five MAP baselines as {name: (method, hyper)}, EWC on the grid `lambdas` and SI on `lambdas` × `xis`.
+    11 parameters: the network and likelihood, then one keyword per flat setting of `bcl.paper.map_settings` (so
+    that a misspelt one is a `TypeError`) and the two grids (the paper's: `bcl.factory.PAPER_GRIDS`)."""
     from bcl.engine.sequence import hyper_grid
     from bcl.engine.train import LIKELIHOODS
     if not isinstance(likelihood, TaskHeads) and likelihood not in LIKELIHOODS:

@@ -17,19 +17,16 @@ from .gaussian import Gaussian, diagonal_gaussian_kl, gaussian_init, gaussian_kl
 from .kl import mixture_kl_upper_bound, mixture_kl_upper_bound_from_components
 from .linearise import fast_gaussian_output_mean_and_variance, fast_mixture_output_mean_and_variance
 from .mixture import ComponentNoise, Mixture, check_component_noise, mixture_init, mixture_prior, mixture_sample
-from ..models import Model, make_model
-from ..paper import N_COMPONENTS, SVI_METHODS, Family, Focus, Kind, Space, sequence_setup, svi_settings
-from ..paper import method_info as paper_method_info
-from ..paper import method_name as paper_method_name
+from ..models import Model
 from ..engine.train import (Batch, Coreset, Method, MethodState, Training, coreset_add, coreset_draw, coreset_init, nll_sum,
-                       output_units, predict_probabilities)
+                       predict_probabilities)
 
 # %% auto #0
 __all__ = ['KL_WEIGHTINGS', 'KLWeighting', 'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl',
            'expected_nll', 'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds',
            'uniform_inducing_points', 'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'GaussianFamily',
            'MixtureFamily', 'PriorFocus', 'LikelihoodFocus', 'SVITraining', 'ParameterSpace', 'FunctionSpace',
-           'svi_method_name', 'svi', 'svi_parts', 'svi_method', 'sequence_settings', 'sequence_model', 'svi_suite']
+           'svi_method_name', 'svi']
 
 # %% ../../nbs/vi/34_svi.ipynb #2492cdfa
 def _check_components(n_components) -> None:
@@ -184,7 +181,7 @@ class GaussianFamily:
 class MixtureFamily:
     """The family GM: q is a `bcl.vi.mixture.Mixture` of `n_components` Gaussians, sampled by eqs. (6), (7) with
     Gumbel-softmax `temperature`; `noise` is the sampler's `bcl.vi.mixture.ComponentNoise`; the logits start N(0, logit_std²)."""
-    n_components: int = N_COMPONENTS
+    n_components: int
     noise: ComponentNoise = "independent"
     temperature: float = 1e-3
     rho_mean: float = -2.0
@@ -208,13 +205,33 @@ class PriorFocus:
     letter = "p"
 
     def uses_coreset(self, space) -> bool:
-        return isinstance(space, FunctionSpace)
+        return space.prior_keeps_coreset
+
+    def check_with(self, space) -> None:
+        "P-SFSVI's inducing inputs are drawn from one task's coreset: there must be as many stored."
+        if space.prior_keeps_coreset:
+            _check_coreset(self.coreset_size, space.n_inducing, "P-S-FSVI's n_inducing")
 
     def fit_batch(self, keys, batch, memory):
         return batch
 
     def next_prior(self, state):
         return state.params
+
+    def inducing_inputs(self, keys, memory, n: int, low, high, coreset_prob: float):
+        "Stored coreset inputs once there are any (with probability `coreset_prob`), else uniform in the box."
+        return _prior_inducing_points(keys, memory.coreset, n, low, high, coreset_prob)
+
+    def function_kl_weight(self, batch_size: int, n_inducing: int, kl_weighting: str):
+        "β of eq. (12) per task: B/(tM) in the authors' code, B/M (M = C) in the paper's text."
+        def kl_weight(task):
+            scale = 1.0 if kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
+            return batch_size / n_inducing * scale
+        return kl_weight
+
+    def flat(self, space) -> dict:
+        return dict(focus="prior", coreset_batch=space.n_inducing,
+                    coreset_size=self.coreset_size if self.uses_coreset(space) else None, n_inducing=None)
 
 @dataclass(frozen=True)
 class LikelihoodFocus:
@@ -231,11 +248,26 @@ class LikelihoodFocus:
     def uses_coreset(self, space) -> bool:
         return True
 
+    def check_with(self, space) -> None:
+        "Nothing across parts: the coreset batch was checked against the coreset when this part was built."
+
     def fit_batch(self, keys, batch, memory):
         return _concat(batch, coreset_draw(keys["coreset"], memory.coreset, self.coreset_batch))
 
     def next_prior(self, state):
         return state.memory.prior
+
+    def inducing_inputs(self, keys, memory, n: int, low, high, coreset_prob: float):
+        "Uniform in the box, at every task."
+        return uniform_inducing_points(keys["inducing"], n, low, high)
+
+    def function_kl_weight(self, batch_size: int, n_inducing: int, kl_weighting: str):
+        "β of eq. (15): B/M in the authors' code, B/C in the paper's text."
+        return lambda task: batch_size / (self.coreset_batch if kl_weighting == "paper" else n_inducing)
+
+    def flat(self, space) -> dict:
+        return dict(focus="likelihood", coreset_batch=self.coreset_batch, coreset_size=self.coreset_size,
+                    n_inducing=space.n_inducing)
 
 @dataclass(frozen=True)
 class SVITraining:
@@ -257,6 +289,12 @@ class SVITraining:
 class ParameterSpace:
     "Parameter space (VCL): the KL of q to the prior over all parameters, weighted 1/(batches per task)."
     word = "vcl"
+    n_inducing = None  # no inducing inputs
+    prior_keeps_coreset = False  # P-VCL stores nothing
+
+    def flat(self) -> dict:
+        return dict(space="parameter", inducing_low=None, inducing_high=None, coreset_prob=None, kl_weighting=None,
+                    chunk_size=None)
 
     def kl_weight(self, focus, training: SVITraining):
         return lambda task: 1.0 / task.penalty_batches
@@ -284,6 +322,7 @@ class FunctionSpace:
     kl_weighting: KLWeighting = "code"
     chunk_size: int | None = None
     word = "sfsvi"
+    prior_keeps_coreset = True  # P-SFSVI draws its inducing inputs from stored coreset inputs
 
     def __post_init__(self):
         if self.low is None or self.high is None:
@@ -295,24 +334,20 @@ class FunctionSpace:
             raise ValueError(f"kl_weighting must be one of {KL_WEIGHTINGS}, got {self.kl_weighting!r}.")
 
     def kl_weight(self, focus, training: SVITraining):
-        b = training.batch_size
-        if isinstance(focus, PriorFocus):
-            def kl_weight(task):
-                scale = 1.0 if self.kl_weighting == "paper" else 1.0 / task.index.astype(jnp.float32)
-                return b / self.n_inducing * scale
-            return kl_weight
-        return lambda task: b / (focus.coreset_batch if self.kl_weighting == "paper" else self.n_inducing)
+        return focus.function_kl_weight(training.batch_size, self.n_inducing, self.kl_weighting)
 
     def free_energy(self, model: Model, likelihood: str, family, focus, training: SVITraining):
         low, high = inducing_bounds(self.low, self.high, model.input_shape)
         def free_energy(q, memory, keys, batch, weight):
-            if isinstance(focus, PriorFocus):
-                inducing = _prior_inducing_points(keys, memory.coreset, self.n_inducing, low, high, self.coreset_prob)
-            else:
-                inducing = uniform_inducing_points(keys["inducing"], self.n_inducing, low, high)
+            inducing = focus.inducing_inputs(keys, memory, self.n_inducing, low, high, self.coreset_prob)
             return sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing, weight,
                                      training.sample_size, family.temperature, self.chunk_size, family.noise)
         return free_energy
+
+    def flat(self) -> dict:
+        return dict(space="function", inducing_low=np.asarray(self.low, float).tolist(),
+                    inducing_high=np.asarray(self.high, float).tolist(), coreset_prob=self.coreset_prob,
+                    kl_weighting=self.kl_weighting, chunk_size=self.chunk_size)
 
 def svi_method_name(family, focus, space) -> str:
     "The canonical name (`bcl.paper`) of the combination, e.g. `p-gm-sfsvi`."
@@ -349,24 +384,19 @@ def _check_parts(family, focus, space, training) -> None:
                               ("space", space, (ParameterSpace, FunctionSpace)), ("training", training, (SVITraining,))):
         if not isinstance(part, types):
             raise ValueError(f"{name} must be one of {', '.join(t.__name__ for t in types)} (bcl.vi.svi), got {part!r}.")
-    if isinstance(focus, PriorFocus) and isinstance(space, FunctionSpace):
-        _check_coreset(focus.coreset_size, space.n_inducing, "P-S-FSVI's n_inducing")
+    focus.check_with(space)
 
 def _flat_settings(family, focus, space, training) -> dict:
-    """The parts as one flat dict (`Method.settings`), keyed as `bcl.paper.svi_settings` (P-SFSVI's M is its
-    `coreset_batch`): what `bcl.engine.sequence.data_problems` checks, and the record."""
-    fs, prior = isinstance(space, FunctionSpace), isinstance(focus, PriorFocus)
-    return dict(space="function" if fs else "parameter", focus="prior" if prior else "likelihood",
-                n_components=family.n_components, batch_size=training.batch_size, epochs=training.epochs,
-                coreset_batch=(space.n_inducing if fs else None) if prior else focus.coreset_batch,
-                coreset_size=focus.coreset_size if focus.uses_coreset(space) else None,
-                n_inducing=space.n_inducing if fs and not prior else None,
-                inducing_low=np.asarray(space.low, float).tolist() if fs else None,
-                inducing_high=np.asarray(space.high, float).tolist() if fs else None,
+    """The parts as one flat dict (`Method.settings`), keyed as the factory's flat settings (P-SFSVI's M is its
+    `coreset_batch`): what `bcl.engine.sequence.data_problems` checks, and the record. Each part gives its own keys."""
+    s = space.flat() | focus.flat(space)
+    return dict(space=s["space"], focus=s["focus"], n_components=family.n_components, batch_size=training.batch_size,
+                epochs=training.epochs, coreset_batch=s["coreset_batch"], coreset_size=s["coreset_size"],
+                n_inducing=s["n_inducing"], inducing_low=s["inducing_low"], inducing_high=s["inducing_high"],
                 sample_size=training.sample_size, predict_sample_size=training.predict_sample_size,
-                precision=training.precision, temperature=family.temperature,
-                coreset_prob=space.coreset_prob if fs else None, kl_weighting=space.kl_weighting if fs else None,
-                chunk_size=space.chunk_size if fs else None, component_noise=family.noise, **family.init_scales())
+                precision=training.precision, temperature=family.temperature, coreset_prob=s["coreset_prob"],
+                kl_weighting=s["kl_weighting"], chunk_size=s["chunk_size"], component_noise=family.noise,
+                **family.init_scales())
 
 def svi(model: Model,  # the network (`bcl.models.make_model`)
         likelihood: str,  # 'softmax' or 'sigmoid'
@@ -399,58 +429,3 @@ def svi(model: Model,  # the network (`bcl.models.make_model`)
                      draws_per_step=max(training.sample_size, training.predict_sample_size))
     return Method(svi_method_name(family, focus, space), model, likelihood, init, loss, end_task, predict, steps,
                   settings=_flat_settings(family, focus, space, training))
-
-def svi_parts(name: str, *, n_components: int = N_COMPONENTS, batch_size: int, epochs: int,
-              coreset_batch: int | None = None, coreset_size: int | None = None, n_inducing: int | None = None,
-              inducing_low=None, inducing_high=None, sample_size: int = 10, predict_sample_size: int = 10,
-              precision: float = 1.0, temperature: float = 1e-3, coreset_prob: float = 1.0, kl_weighting: str = "code",
-              chunk_size: int | None = None, rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
-              component_noise: str = "independent") -> dict:
-    """{family, focus, space, training}: the parts of paper method `name` (`bcl.paper.method_info`) from the flat
-    settings of `bcl.paper.svi_settings` (the one place that reads them; 20 parameters: the method's name and one
-    keyword per flat setting, so that a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-SFSVI, whose
-    M is its `coreset_batch`, the C inducing inputs of eq. (12); `coreset_size` of P-VCL)."""
-    info = paper_method_info(name)
-    if info.kind is not Kind.VARIATIONAL:
-        raise ValueError(f"{name!r} is not a variational method; choose one of {', '.join(SVI_METHODS)}.")
-    if info.family is Family.MIXTURE:
-        family = MixtureFamily(n_components, component_noise, temperature, rho_mean, rho_std, logit_std)
-    else:
-        family = GaussianFamily(rho_mean, rho_std)
-    prior = info.focus is Focus.PRIOR
-    focus = PriorFocus(coreset_size) if prior else LikelihoodFocus(coreset_batch, coreset_size)
-    if info.space is Space.FUNCTION:
-        space = FunctionSpace(inducing_low, inducing_high, coreset_batch if prior else n_inducing, coreset_prob,
-                              kl_weighting, chunk_size)
-    else:
-        space = ParameterSpace()
-    training = SVITraining(batch_size, epochs, sample_size, predict_sample_size, precision)
-    return dict(family=family, focus=focus, space=space, training=training)
-
-def svi_method(name: str, model: Model, likelihood: str, **settings) -> Method:
-    "The method called `name` (one of `bcl.paper.SVI_METHODS`, any letter case) from flat settings (`svi_parts`)."
-    return svi(model, likelihood, **svi_parts(name, **settings))
-
-# %% ../../nbs/vi/34_svi.ipynb #0bb3123b
-def sequence_settings(name: str) -> dict:
-    "Setup, network, inducing-input box and convolution of sequence `name` (`bcl.paper.sequence_setup`) as a dict."
-    return sequence_setup(name)._asdict()
-
-def sequence_model(name: str, sequence: TaskSequence) -> Model:
-    "The network of `sequence_setup(name)` for `sequence`: one output for a sigmoid likelihood, else one per class."
-    cfg = sequence_setup(name)
-    return make_model(cfg.model, output_units(sequence.likelihood, sequence.n_outputs), sequence.input_shape,
-                      conv_impl=cfg.conv_impl)
-
-def svi_suite(model: Model, likelihood: str, setup: str | dict, *, inducing_low=None, inducing_high=None,
-              names: Sequence[str] = SVI_METHODS, **overrides) -> dict[str, tuple[Method, dict]]:
-    "{name: (method, hyper)} for the methods `names` with the settings of `setup` (`overrides` apply to all)."
-    table = svi_settings(setup) if isinstance(setup, str) else {paper_method_name(k): v for k, v in setup.items()}
-    suite = {}
-    for name in map(paper_method_name, names):
-        settings = dict(table[name]) | overrides
-        hyper = {"learning_rate": settings.pop("learning_rate")}
-        if paper_method_info(name).space is Space.FUNCTION:
-            settings |= dict(inducing_low=inducing_low, inducing_high=inducing_high)
-        suite[name] = (svi_method(name, model, likelihood, **settings), hyper)
-    return suite
