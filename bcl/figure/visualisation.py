@@ -223,7 +223,7 @@ def method_entry(run: MethodRun) -> dict:
 # %% ../../nbs/figure/50_visualisation.ipynb #3d8f52af
 PARAMETER_TYPES = {"run": str, "sequence": str, "methods": list, "seeds": list, "epochs": (int, type(None)),
                    "preset": str, "hmc_chains": int, "hmc_warmup": int, "hmc_samples": int, "hmc_max_doublings": int,
-                   "hmc_reference": str, "hmc_pad": (bool, type(None)), "hmc_target_acceptance": float,
+                   "hmc_target_acceptance": float, "hmc_reference": str, "hmc_pad": (bool, type(None)),
                    "grid_resolution": int,
                    "kl_floor": float, "results_folder": (str, type(None)), "figures_folder": (str, type(None)),
                    "tables_folder": (str, type(None)), "fast_compile": (bool, type(None)),

@@ -386,12 +386,17 @@ def _bulk_ess(chains: jax.Array, scores: jax.Array) -> jax.Array:
     return jnp.where(_constant(chains), float(chains.shape[0] * chains.shape[1]), ess)
 
 def rank_rhat(chains) -> jax.Array:
-    "Rank-normalised split R̂ (the larger of bulk and folded) of draws (n_chains, n_draws, ...) per trailing index."
+    """Rank-normalised split R̂ (the larger of bulk and folded) of draws (n_chains, n_draws, ...) per trailing index.
+    Not `blackjax.diagnostics.rhat`, which is NaN for a constant scalar (a predictive probability saturated at 1 in
+    every draw, common on the plotting grid) and would make the worst R̂ NaN: here it is 1 (checked below)."""
     chains = _even_chains(chains)
     return _rank_rhat(chains, *_normal_scores(chains))
 
 def bulk_ess(chains) -> jax.Array:
-    "Bulk effective sample size (ESS of the rank-normalised split chains) of draws (n_chains, n_draws, ...)."
+    """Bulk effective sample size (ESS of the rank-normalised split chains) of draws (n_chains, n_draws, ...).
+    Not `blackjax.diagnostics.ess_bulk`, which gives a constant scalar ESS 0 (no evidence, where every draw agrees)
+    and adds Stan's final-pair refinement (up to 5 % apart, which would move the committed references' verdicts):
+    here a constant scalar has ESS S (checked below)."""
     chains = _even_chains(chains)
     return _bulk_ess(chains, _normal_scores(chains)[0])
 

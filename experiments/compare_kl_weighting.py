@@ -1,0 +1,96 @@
+"""S-FSVI's KL weight, the paper's text against the authors' code, on one column: a sensitivity table (issue 69, item 7).
+
+The paper's text weighs the function-space KL by B/C; the authors' code at b838074 by B/(t·C) with the prior focus
+(`svi/replay.py:85`) and B/M with the likelihood focus (`svi/replay.py:298`). The protocol's primary regime uses the
+code's weight (`experiments/protocol.md`); this table never changes a verdict. For each S-FSVI cell it shows both
+weightings' seeds, mean ± sd and the protocol's interval for one more run, and whether the paper's number is a
+plausible single run of either.
+
+    python experiments/compare_kl_weighting.py --paper-runs OUT [--code-runs OUT | --code-ledger LEDGER.json]
+
+`OUT` is a `bcl-table faa --kl-weighting paper|code --out OUT` batch folder; without `--code-runs` the code's cells
+are read from a committed ledger (default: the offline `epochs` ledger). Writes
+`experiments/tables/sensitivity_kl_weighting.{md,json}`.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+METHODS = ("p-g-sfsvi", "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi")
+
+
+def batch_cell(folder: Path, profile: str, column: str, method: str) -> dict | None:
+    "A finished cell of a batch folder (its numbers.json), or None."
+    path = folder / profile / column / method / "numbers.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def row(cell: dict, rule, weighting: str) -> dict:
+    "One weighting's seeds, the protocol's judgement of the paper's number against them, and where they came from."
+    from bcl.table.verdict import judge
+    faa = cell["final_average_accuracy"]
+    j = judge(faa["mean"], faa.get("std") or 0.0, faa["n"], cell["paper"], rule, bool(cell.get("substitute")))
+    return {"weighting": weighting, "per_seed": faa["per_seed"], "mean": j.mean, "sd": j.sd, "n": j.n,
+            "interval": [j.low, j.high], "outcome": str(j.outcome), "paper": j.paper,
+            "schedule": cell["parameters"]["schedule"], "code": cell.get("code") or cell["provenance"]["bcl_code"],
+            "backend": cell["provenance"].get("backend")}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paper-runs", type=Path, required=True, help="batch folder of the --kl-weighting paper cells")
+    parser.add_argument("--code-runs", type=Path, help="batch folder of the code's cells (default: --code-ledger)")
+    parser.add_argument("--code-ledger", type=Path, default=ROOT / "experiments" / "tables" / "faa_offline.json")
+    parser.add_argument("--column", default="ci-mnist-fcnn")
+    parser.add_argument("--profile", default="offline")
+    parser.add_argument("--tables", type=Path, default=ROOT / "experiments" / "tables")
+    args = parser.parse_args(argv)
+    from bcl.core import atomic_write_bytes, atomic_write_json
+    from bcl.paper import METHOD_LABELS
+    from bcl.provenance import provenance
+    from bcl.table.verdict import load_protocol
+    rule = load_protocol().rule
+    ledger = json.loads(args.code_ledger.read_text())["cells"] if args.code_runs is None else {}
+    rows, lines = [], []
+    for method in METHODS:
+        paper = batch_cell(args.paper_runs, args.profile, args.column, method)
+        code = (batch_cell(args.code_runs, args.profile, args.column, method) if args.code_runs
+                else ledger.get(f"{args.column}/{method}"))
+        if paper is None or code is None or not code.get("n", code.get("final_average_accuracy", {}).get("n")):
+            lines.append(f"| {METHOD_LABELS[method]} | not run | | | | |")
+            continue
+        if paper["parameters"].get("kl_weighting") != "paper" or code["parameters"].get("kl_weighting") == "paper":
+            raise ValueError(f"{method}: the paper-weighted cell must record kl_weighting 'paper' and the code's cell "
+                             "must not; check --paper-runs and --code-runs.")
+        if paper["parameters"]["schedule"] != code["parameters"]["schedule"]:
+            raise ValueError(f"{method}: the two weightings ran under different schedules "
+                             f"({paper['parameters']['schedule']} and {code['parameters']['schedule']}).")
+        both = {"method": method, "code": row(code, rule, "code"), "paper": row(paper, rule, "paper")}
+        rows.append(both)
+        fmt = lambda r: f"{r['mean']:.2f} ± {r['sd']:.2f} ({r['n']}) [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]"
+        lines.append(f"| {METHOD_LABELS[method]} | {fmt(both['code'])} | {both['code']['outcome']} | "
+                     f"{fmt(both['paper'])} | {both['paper']['outcome']} | {both['code']['paper']:.2f} |")
+    schedules = sorted({r[w]["schedule"] for r in rows for w in ("code", "paper")})
+    command = "python experiments/compare_kl_weighting.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = "\n".join([
+        f"# S-FSVI's KL weight: the paper's text (B/C) against the authors' code ({args.column}, {args.profile})", "",
+        "A sensitivity analysis (`experiments/protocol.md`): it never changes a verdict. The code's weight is B/(t·C) "
+        "with the prior focus and B/M with the likelihood focus; the text's is B/C. Each entry: mean ± sd (seeds) "
+        "[the protocol's 95 % interval for one more run, widened by its margin], and the outcome of the paper's number "
+        f"against it. Schedule: {', '.join(schedules) or '–'}.", "",
+        "| method | code's weight | outcome | text's weight (B/C) | outcome | paper |",
+        "|---|---|---|---|---|---|", *lines, "", f"Written by `{command}`.", ""])
+    atomic_write_bytes(args.tables / "sensitivity_kl_weighting.md", text.encode())
+    atomic_write_json(args.tables / "sensitivity_kl_weighting.json",
+                      {"command": command, "column": args.column, "profile": args.profile, "rows": rows,
+                       "provenance": provenance()})
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
