@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from .core import did_you_mean
 from .core import TaskSequence, check_positive
@@ -19,8 +19,9 @@ from .paper import (EWC_LAMBDAS, EXTRA_METHODS, METHOD_INFO, N_COMPONENTS, SI_XI
 
 # %% auto #0
 __all__ = ['COMMON_SETTINGS', 'MAP_EXTRA_SETTINGS', 'REGISTERED_SETTINGS', 'POSITIVE_INTS', 'POSITIVE_FLOATS', 'CHOICES',
-           'SHORT_NAMES', 'PAPER_GRIDS', 'extra_module', 'settings_of', 'check_overrides', 'method_settings',
-           'svi_parts', 'Built', 'make_method', 'paper_network', 'build_on', 'build']
+           'SHORT_NAMES', 'SVI_FLAT_DEFAULTS', 'SVI_FLAT_REQUIRED', 'PAPER_GRIDS', 'extra_module', 'settings_of',
+           'check_overrides', 'method_settings', 'svi_parts', 'Built', 'make_method', 'paper_network', 'build_on',
+           'build']
 
 # %% ../nbs/45_factory.ipynb #930b91d1
 COMMON_SETTINGS = ("learning_rate", "batch_size", "epochs", "precision")
@@ -106,33 +107,42 @@ def method_settings(name: str, setup: SequenceSetup, *, component_noise: str | N
     return settings | overrides
 
 # %% ../nbs/45_factory.ipynb #500a2e5c
-def svi_parts(name: str, *, n_components: int = N_COMPONENTS, batch_size: int, epochs: int,
-              coreset_batch: int | None = None, coreset_size: int | None = None, n_inducing: int | None = None,
-              inducing_low=None, inducing_high=None, sample_size: int = 10, predict_sample_size: int = 10,
-              precision: float = 1.0, temperature: float = 1e-3, coreset_prob: float = 1.0, kl_weighting: str = "code",
-              chunk_size: int | None = None, rho_mean: float = -2.0, rho_std: float = 0.05, logit_std: float = 1.0,
-              component_noise: str = "independent") -> dict:
-    """{family, focus, space, training}: the parts of paper method `name` (`bcl.paper.method_info`) from the flat
-    settings of `bcl.paper.svi_settings` (the one place that reads them; 20 parameters: the method's name and one
-    keyword per flat setting, so that a misspelt one is a `TypeError`). Settings of other methods are ignored (e.g. `n_inducing` of P-SFSVI, whose
-    M is its `coreset_batch`, the C inducing inputs of eq. (12); `coreset_size` of P-VCL)."""
+SVI_FLAT_DEFAULTS = dict(n_components=N_COMPONENTS, coreset_batch=None, coreset_size=None, n_inducing=None,
+                         inducing_low=None, inducing_high=None, sample_size=10, predict_sample_size=10, precision=1.0,
+                         temperature=1e-3, coreset_prob=1.0, kl_weighting="code", chunk_size=None, rho_mean=-2.0,
+                         rho_std=0.05, logit_std=1.0, component_noise="independent")
+SVI_FLAT_REQUIRED = ("batch_size", "epochs")
+
+def svi_parts(name: str, settings: Mapping[str, Any]) -> dict:
+    """{family, focus, space, training}: the parts of paper method `name` (`bcl.paper.method_info`) from its flat
+    `settings` (`bcl.paper.svi_settings` and overrides, learning rate excluded: the one place that reads them). A
+    setting that is not a flat setting (`SVI_FLAT_DEFAULTS`, `SVI_FLAT_REQUIRED`) is a `TypeError` naming it; settings
+    of other methods are ignored (e.g. `n_inducing` of P-SFSVI, whose M is its `coreset_batch`, the C inducing inputs
+    of eq. (12); `coreset_size` of P-VCL)."""
     from bcl.vi.svi import (FunctionSpace, GaussianFamily, LikelihoodFocus, MixtureFamily, ParameterSpace, PriorFocus,
                             SVITraining)
+    unknown = sorted(set(settings) - set(SVI_FLAT_DEFAULTS) - set(SVI_FLAT_REQUIRED))
+    missing = [key for key in SVI_FLAT_REQUIRED if key not in settings]
+    if unknown or missing:
+        raise TypeError(f"svi_parts: unknown settings {unknown}, missing {missing}; the flat settings are "
+                        f"{', '.join(SVI_FLAT_REQUIRED + tuple(SVI_FLAT_DEFAULTS))}.")
+    s = SVI_FLAT_DEFAULTS | dict(settings)
     info = method_info(name)
     if info.kind is not Kind.VARIATIONAL:
         raise ValueError(f"{name!r} is not a variational method; choose one of {', '.join(SVI_METHODS)}.")
     if info.family is Family.MIXTURE:
-        family = MixtureFamily(n_components, component_noise, temperature, rho_mean, rho_std, logit_std)
+        family = MixtureFamily(s["n_components"], s["component_noise"], s["temperature"], s["rho_mean"], s["rho_std"],
+                               s["logit_std"])
     else:
-        family = GaussianFamily(rho_mean, rho_std)
+        family = GaussianFamily(s["rho_mean"], s["rho_std"])
     prior = info.focus is Focus.PRIOR
-    focus = PriorFocus(coreset_size) if prior else LikelihoodFocus(coreset_batch, coreset_size)
+    focus = PriorFocus(s["coreset_size"]) if prior else LikelihoodFocus(s["coreset_batch"], s["coreset_size"])
     if info.space is Space.FUNCTION:
-        space = FunctionSpace(inducing_low, inducing_high, coreset_batch if prior else n_inducing, coreset_prob,
-                              kl_weighting, chunk_size)
+        space = FunctionSpace(s["inducing_low"], s["inducing_high"], s["coreset_batch"] if prior else s["n_inducing"],
+                              s["coreset_prob"], s["kl_weighting"], s["chunk_size"])
     else:
         space = ParameterSpace()
-    training = SVITraining(batch_size, epochs, sample_size, predict_sample_size, precision)
+    training = SVITraining(s["batch_size"], s["epochs"], s["sample_size"], s["predict_sample_size"], s["precision"])
     return dict(family=family, focus=focus, space=space, training=training)
 
 # %% ../nbs/45_factory.ipynb #f47b8116
@@ -163,7 +173,7 @@ def make_method(name: str, model, likelihood: str, settings: dict) -> tuple[Meth
         return map_suite(model, likelihood, **(PAPER_GRIDS | settings))[name]
     rest = dict(settings)
     hyper = {"learning_rate": rest.pop("learning_rate")}
-    return svi(model, likelihood, **svi_parts(name, **rest)), hyper
+    return svi(model, likelihood, **svi_parts(name, rest)), hyper
 
 def paper_network(setup: SequenceSetup, sequence: TaskSequence, conv_impl: str | None = None):
     "The network of `setup` for `sequence`: one output for a sigmoid likelihood, else one per class (`conv_impl`: the setup's unless given)."

@@ -91,7 +91,7 @@ def sample(args) -> None:
     import numpy as np
     from bcl.core import atomic_write_json
     from bcl.data.sequences import load_sequence
-    from bcl.methods.hmc import parallel_chain_devices, run_hmc_sequence, summarise_hmc_info, vectorised_chains
+    from bcl.methods.hmc import HMCSettings, parallel_chain_devices, run_hmc_sequence, summarise_hmc_info, vectorised_chains
     from bcl.models import make_model
     from bcl.provenance import provenance
     sequence = load_sequence(args.sequence)
@@ -99,10 +99,10 @@ def sample(args) -> None:
     load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
     devices = parallel_chain_devices(args.chains)
     vectorise = vectorised_chains(args.vectorise, devices)  # --vmap, --in-turn, else by platform
-    (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, n_chains=args.chains,
-                              num_warmup=args.warmup, num_samples=args.samples, tasks=[args.task], keep_trace=True,
-                              target_acceptance_rate=args.target_acceptance, devices=devices,
-                              vectorise_chains=vectorise, progress=False, store=args.store)
+    settings = HMCSettings(n_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
+                           target_acceptance_rate=args.target_acceptance, devices=devices, vectorise_chains=vectorise)
+    (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, settings, tasks=[args.task],
+                              keep_trace=True, progress=False, store=args.store)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}{target_suffix(args.target_acceptance)}"
     stem.parent.mkdir(parents=True, exist_ok=True)

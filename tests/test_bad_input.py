@@ -95,12 +95,13 @@ def _empty_task():
 
 def _hmc(**kw):
     import jax
-    from bcl.methods.hmc import run_hmc_sequence
+    from bcl.methods.hmc import HMCSettings, run_hmc_sequence
     from bcl.models import make_model
     sequence = kw.pop("sequence", None) or _seq()
     model = kw.pop("model", None) or make_model("linear", 2, (2,))
-    return run_hmc_sequence(kw.pop("key", jax.random.key(0)), model, sequence,
-                            **({"n_chains": 2, "num_warmup": 0, "num_samples": 2, "progress": False} | kw))
+    chains = {k: kw.pop(k) for k in list(kw) if k in HMCSettings._fields}
+    settings = HMCSettings(**({"n_chains": 2, "num_warmup": 0, "num_samples": 2} | chains))
+    return run_hmc_sequence(kw.pop("key", jax.random.key(0)), model, sequence, settings, progress=False, **kw)
 
 
 def _svi(setup="2d", name="l-g-sfsvi", inducing_low=-3.0, inducing_high=3.0):

@@ -168,15 +168,16 @@ def hmc_function_space(result, model, test_xs, grid_xs, likelihood: str) -> dict
             "grid_min_ess_bulk": grid["min_ess_bulk"]}
 
 def _run_hmc(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile) -> MethodRun:
-    from bcl.methods.hmc import hmc_predict, run_hmc_sequence, sequence_test_accuracies, summarise_hmc_info
+    from bcl.methods.hmc import HMCSettings, hmc_predict, run_hmc_sequence, sequence_test_accuracies, summarise_hmc_info
     settings = dict(spec.hmc)
     model = make_model(settings.pop("model", "fcnn16"), sequence.n_outputs, sequence.input_shape)
     reference = settings.pop("reference", "draws")
     if reference not in HMC_REFERENCES:  # before minutes of sampling
         raise ValueError(f"Unknown HMC reference {reference!r}; choose one of {HMC_REFERENCES}.")
     start = time.perf_counter()
-    runs = run_hmc_sequence(jax.random.key(seeds[0]), model, sequence, progress=progress, keep_trace=True,
-                            **settings)
+    store = settings.pop("store", None)
+    runs = run_hmc_sequence(jax.random.key(seeds[0]), model, sequence, HMCSettings(**settings), progress=progress,
+                            keep_trace=True, store=store)
     samples = [hmc_reference_sample(r.result, reference) for r in runs]
     accuracy = np.stack([sequence_test_accuracies(s, model, sequence) for s in samples])[None]
     grid_probs = np.stack([np.asarray(hmc_predict(s, model, grid_xs, sequence.likelihood)) for s in samples])

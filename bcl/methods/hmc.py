@@ -36,7 +36,7 @@ __all__ = ['PREDICT_CHUNK', 'RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES
            'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise',
            'rank_rhat', 'bulk_ess', 'rank_diagnostics', 'predictive_draws', 'predictive_convergence',
            'convergence_summary', 'hmc_task_fingerprint', 'stored_task_path', 'save_task_result', 'load_task_result',
-           'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
+           'HMCTaskResult', 'HMCSettings', 'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../../nbs/methods/41_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -483,28 +483,41 @@ def load_task_result(path: str | os.PathLike, fingerprint: dict) -> HMCResult | 
         return None
 
 # %% ../../nbs/methods/41_hmc.ipynb #99a86afd
-PAD_MAX_EXAMPLES = 500  # run_hmc_sequence(pad=None) pads tasks when all of them hold at most this many points
+PAD_MAX_EXAMPLES = 500  # HMCSettings(pad=None) pads tasks when all of them hold at most this many points
 
 class HMCTaskResult(NamedTuple):
     "The posterior sample after task `task` (1-based) and how it was obtained."
     task: int
     result: HMCResult
 
-def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, precision: float = 1.0,
-                     n_chains: int = 64, num_warmup: int = 1000, num_samples: int = 100, *,
-                     max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-                     tasks: Sequence[int] | None = None, fold_in_task: bool = False, pad: bool | None = None,
-                     devices: Sequence | None = None, vectorise_chains: bool | None = None,
-                     keep_trace: bool = False, progress: bool = True,
+class HMCSettings(NamedTuple):
+    """How the joint posterior is sampled, with the paper's values as defaults (Appendix A: 64 chains, 1000 warm-up
+    steps, 100 after): the prior precision α, the chains and `hmc_sample`'s NUTS settings; `fold_in_task`: each
+    task's chains get a key of their own; `pad`: zero-pad every task's data to all tasks' size, so that one program
+    serves them all (None: pad when all tasks together hold at most `PAD_MAX_EXAMPLES` training points, where padding
+    costs less than compiling); `devices`, `vectorise_chains`: how the chains are laid out (`hmc_sampler`)."""
+    precision: float = 1.0
+    n_chains: int = 64
+    num_warmup: int = 1000
+    num_samples: int = 100
+    max_num_doublings: int = 10
+    target_acceptance_rate: float = 0.8
+    fold_in_task: bool = False
+    pad: bool | None = None
+    devices: Sequence | None = None
+    vectorise_chains: bool | None = None
+
+def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, settings: HMCSettings = HMCSettings(), *,
+                     tasks: Sequence[int] | None = None, keep_trace: bool = False, progress: bool = True,
                      store: str | os.PathLike | None = None) -> list[HMCTaskResult]:
-    """Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`): a list of `HMCTaskResult`.
-    17 parameters: the posterior (key, model, sequence, precision), the chains (n_chains and `hmc_sample`'s NUTS
-    settings, devices, vectorise_chains, pad), which tasks (tasks, fold_in_task), what comes back (keep_trace,
-    progress) and where each task's result is kept as it ends (store: a folder, so that a stopped run resumes at
-    its first task not done); all keyword-only after num_samples, with the paper's values as defaults."""
-    # pad: zero-pad every task's data to all tasks' size, so that one program serves them all; None: pad when all
-    # tasks together have at most PAD_MAX_EXAMPLES training points (then padding costs less than compiling).
+    """Joint HMC-NUTS after each task of `sequence` (or after those in `tasks`), sampled as `settings` say: a list of
+    `HMCTaskResult`. `keep_trace`: every draw, not only the final states; `store`: a folder where each task's result
+    is kept as it ends, so that a stopped run resumes at its first task not done."""
     from tqdm.auto import tqdm
+    if not isinstance(settings, HMCSettings):
+        raise TypeError(f"settings must be a bcl.methods.hmc.HMCSettings, e.g. HMCSettings(n_chains=8), got {settings!r}.")
+    (precision, n_chains, num_warmup, num_samples, max_num_doublings, target_acceptance_rate, fold_in_task, pad,
+     devices, vectorise_chains) = settings
     check_positive("n_chains", n_chains, integer=True)
     if not (isinstance(key, jax.Array) and (jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
                                             or (key.dtype == jnp.uint32 and key.shape == (2,)))):
