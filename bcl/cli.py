@@ -202,7 +202,7 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     parser.add_argument("--epochs", type=positive_int, default=None, help="epochs per task for every cell (default: the setup's)")
     parser.add_argument("--extractor", default=None, metavar="TASK",
                         help="extractor columns only: pre-train the extractor on TASK instead of the profile's "
-                        "(e.g. renderedletters; bcl.data.features.PRETRAINING); use its own --out")
+                        "(e.g. renderedletters; bcl.extractor.features.PRETRAINING); use its own --out")
     parser.add_argument("--kl-weighting", choices=("code", "paper"), default=None,
                         help="S-FSVI cells only: the KL weight of the paper's text (paper: B/C) or of the authors' code "
                         "(code: B/(tC), B/M; the default); use its own --out")

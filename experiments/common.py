@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bcl.data.sequences import load_sequence
-from bcl.data.features import feature_sequence
+from bcl.extractor.features import feature_sequence
 from bcl.provenance import provenance
 
 
@@ -13,7 +13,7 @@ def experiment_sequence(name: str, pretraining=None, progress: bool = False):
     "The sequence `name`; `NAME_fe` is NAME with its inputs replaced by the features of the `pretraining` extractor."
     if name.endswith("_fe"):
         if pretraining is None:
-            raise ValueError(f"{name!r} needs a pre-training task (bcl.data.features.pretraining_settings(...)).")
+            raise ValueError(f"{name!r} needs a pre-training task (bcl.extractor.features.pretraining_settings(...)).")
         return feature_sequence(name[:-3], pretraining, progress=progress)
     return load_sequence(name)
 
@@ -23,9 +23,9 @@ def pretraining_record(name: str, pretraining) -> dict:
     if not name.endswith("_fe"):
         return {}
     from bcl.cache import read_manifest
-    from bcl.data.features import features_dir
+    from bcl.extractor.features import features_dir
     extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
-    # the fields of an extractor record (nbs/data/43_extractor_record.ipynb), from the manifest read here, so that
+    # the fields of an extractor record (nbs/extractor/43_extractor_record.ipynb), from the manifest read here, so that
     # the tables without features do not depend on that module (experiments/stale.py follows imports)
     record = {"task": pretraining.task, "params_sha256": extractor["files"]["params.npz"],
               "test_accuracy": extractor["pretraining"].get("test_accuracy"), "created": extractor.get("created")}
@@ -33,7 +33,7 @@ def pretraining_record(name: str, pretraining) -> dict:
 
 
 def extractor_line(extractors) -> str:
-    """A sentence naming the extractor(s) a diagnosis ran on: `extractors` are extractor records (nbs/data/43_extractor_record.ipynb)
+    """A sentence naming the extractor(s) a diagnosis ran on: `extractors` are extractor records (nbs/extractor/43_extractor_record.ipynb)
     (None: not recorded). Two or more distinct ones, or a missing one, are said outright: those numbers mix extractors."""
     distinct = {None if e is None else e["params_sha256"]: e for e in extractors}
     def name(e):

@@ -6,7 +6,7 @@ Usage: python experiments/diagnose_fe_ordering.py [--sequence cisplitmnist5k|dis
 The paper's Table faa (a), CI Split MNIST with an EMNIST-letters extractor, has L-G-SFSVI 91.35 and P-G-SFSVI 88.75
 against L-G-VCL 90.27: S-FSVI at least as good as VCL; on DI Split MNIST L-GM-SFSVI 92.20 is the best SVI method
 (L-G-VCL 91.96, L-GM-VCL 92.00). Offline (MNIST-5k, Fashion-MNIST extractor) both orders break.
-Three candidate causes, each measured here on the cached features of `bcl.data.features.feature_sequence`:
+Three candidate causes, each measured here on the cached features of `bcl.extractor.features.feature_sequence`:
 1. the inducing box: the paper draws S-FSVI's uniform inducing inputs in [-1, 6] per feature. If the features
    leave that box, the function-space KL constrains the head where no data is. Measured: the feature range, and
    the methods rerun with the box set to the training features' per-feature range;
@@ -69,8 +69,8 @@ def main(argv=None) -> int:
                         "L-GM-SFSVI, L-G-SFSVI, L-G-VCL and L-GM-VCL for DI")
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.data.extractor_record import extractor_record
-    from bcl.data.features import feature_sequence
+    from bcl.extractor.extractor_record import extractor_record
+    from bcl.extractor.features import feature_sequence
     from common import extractor_line
     from bcl.paper import METHOD_LABELS, Space, method_info, method_names
     from bcl.provenance import provenance

@@ -4,7 +4,7 @@ Usage: python experiments/map_results.py [SEQUENCE ...] [--seeds N] [--importanc
                                         [--pretraining TASK] [--pretrain-epochs E]
 
 A sequence named `NAME_fe` (e.g. `cisplitmnist5k_fe`) is NAME's inputs replaced by the frozen features of a
-pre-trained extractor (`bcl.data.features.feature_sequence`, default pre-training task `fashionmnist`, cached under
+pre-trained extractor (`bcl.extractor.features.feature_sequence`, default pre-training task `fashionmnist`, cached under
 data/features), learned with a linear head and the paper's image setup (`bcl.paper.sequence_setup`).
 
 Seeds are a vmap axis; EWC's λ and SI's λ × ξ are selected per seed by validation final average accuracy.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 import numpy as np
 
 from bcl.core import atomic_write_json, results_dir
-from bcl.data.features import pretraining_settings
+from bcl.extractor.features import pretraining_settings
 from bcl.factory import build, settings_of
 from bcl.paper import AUTHORS_CODE_ACCURACY, MAP_METHODS, map_settings, sequence_setup
 from bcl.metrics import final_average_accuracy

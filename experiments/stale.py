@@ -66,7 +66,7 @@ PRODUCERS = (
 
 
 # artefacts computed on the features of the offline profile's pre-trained extractor: they record the digest of its
-# parameters (`bcl.data.extractor_record`), since its cache is keyed by settings, not by the code or flags
+# parameters (`bcl.extractor.extractor_record`), since its cache is keyed by settings, not by the code or flags
 ON_FEATURES = ("svi/*_fe*.json", "diagnosis_*_fe.json", "diagnosis_ewc_*.json", "diagnosis_si_*.json",
                "diagnosis_fe_ceiling.json", "diagnosis_authors_mnist5k.json", "faa_offline*.json")
 
@@ -96,7 +96,7 @@ def extractor_problem(record: Path, cached: str | None, tables: Path) -> str:
 
 def cached_extractor(root: Path = ROOT) -> str | None:
     "The parameters' digest of the offline profile's cached extractor (`bcl.table.plan.OFFLINE_PRETRAINING`), or None."
-    from bcl.data.extractor_record import extractor_record
+    from bcl.extractor.extractor_record import extractor_record
     from bcl.table.plan import OFFLINE_PRETRAINING
     record = extractor_record(OFFLINE_PRETRAINING["emnistletters"])
     return None if record is None else record["params_sha256"]

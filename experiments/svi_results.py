@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from bcl.core import atomic_write_json, results_dir
-from bcl.data.features import pretraining_settings
+from bcl.extractor.features import pretraining_settings
 from bcl.vi.mixture import COMPONENT_NOISE
 from bcl.metrics import final_average_accuracy
 from bcl.engine.sequence import result_table, save_table, train_sequence

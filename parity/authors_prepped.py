@@ -12,7 +12,7 @@ experiment reads, e.g. MNIST-5k (the 5,000 digits this machine has offline) unde
 the script refuses to overwrite a folder the authors' own data preparation wrote (no `BCL_SOURCE`).
 
 With `--features PRETRAINING` (e.g. `fashionmnist`, the offline extractor of Table faa (a)), the folder holds bcl's
-frozen features of the sequence instead of its images (`bcl.data.features.feature_sequence`, pre-training the
+frozen features of the sequence instead of its images (`bcl.extractor.features.feature_sequence`, pre-training the
 extractor if it is not cached): run the authors' `svi_*_fe` experiment on it with `authors_seeds.py
 --features-prepared`, so that their code trains its linear head on exactly the features bcl's cells train on.
 
@@ -126,8 +126,8 @@ def main(argv=None) -> int:
         parser.error(f"{args.authors_repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)")
     extractor = None
     if args.features:
-        from bcl.data.extractor_record import extractor_record
-        from bcl.data.features import feature_sequence
+        from bcl.extractor.extractor_record import extractor_record
+        from bcl.extractor.features import feature_sequence
         sequence = feature_sequence(args.sequence, args.features, progress=True)
         extractor = extractor_record(args.features)["params_sha256"]
     else:

@@ -81,7 +81,7 @@ LONGEST_FIRST = (
     "test_notebook[vi/33_linearise.ipynb]",
     "test_notebook[figure/50_visualisation.ipynb]",
     "test_custom_registry.py::test_custom_cells_run_through_the_batch_by_name",
-    "test_notebook[data/42_features.ipynb]",
+    "test_notebook[extractor/42_features.ipynb]",
     "test_notebook[vi/34_svi.ipynb]",
 )
 

@@ -262,7 +262,7 @@ def test_corrupt_data_cache_is_rebuilt(tmp_path):
 
 
 def test_corrupt_feature_cache_is_rebuilt(tmp_path):
-    from bcl.data.features import feature_sequence, pretraining_settings
+    from bcl.extractor.features import feature_sequence, pretraining_settings
     quick = pretraining_settings("fashionmnist", epochs=1, max_examples=64)
     try:
         first = feature_sequence("cisplitmnist5k", quick, cache_dir=tmp_path)
@@ -276,7 +276,7 @@ def test_corrupt_feature_cache_is_rebuilt(tmp_path):
     np.testing.assert_array_equal(again.tasks[1].test.xs, first.tasks[1].test.xs)
     # a corrupt extractor: the features above stay valid (their manifest records the extractor's digest); loading
     # the extractor itself notices and pre-trains again
-    from bcl.data.features import load_extractor
+    from bcl.extractor.features import load_extractor
     (tmp_path / "extractors" / "fashionmnist" / "params.npz").write_bytes(b"garbage")
     with pytest.warns(UserWarning, match="Rebuilding"):
         model, params, manifest = load_extractor(quick, cache_dir=tmp_path)

@@ -35,7 +35,7 @@ def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
                                                        test=cut(task.test)) for task in sequence.tasks))
 
 def _pretraining(plan: CellPlan):
-    from bcl.data.features import pretraining_settings
+    from bcl.extractor.features import pretraining_settings
     small = plan.profile.small
     if small is not None:
         return pretraining_settings(plan.pretraining, epochs=small.pretrain_epochs, max_examples=small.pretrain_examples)
@@ -51,7 +51,7 @@ def _load(plan: CellPlan, data_dir, names: list[str], load) -> TaskSequence:
 def load_cell_sequence(plan: CellPlan, data_dir: str | None = None, progress: bool = False) -> TaskSequence:
     "The task sequence a cell trains on (features of the frozen extractor for the columns of sub-table (a))."
     from bcl.data.sequences import load_sequence
-    from bcl.data.features import feature_sequence
+    from bcl.extractor.features import feature_sequence
     names = [plan.sequence] + ([plan.pretraining] if plan.pretraining else [])
     features_dir = None if data_dir is None else Path(data_dir) / "features"
     if plan.pretraining is None:
@@ -64,10 +64,10 @@ def load_cell_sequence(plan: CellPlan, data_dir: str | None = None, progress: bo
                                                                  data_dir=data_dir, progress=progress))
 
 def cell_extractor(plan: CellPlan, data_dir: str | None = None) -> dict | None:
-    "The extractor a cell's features came from (`bcl.data.extractor_record`); None for a column without one."
+    "The extractor a cell's features came from (`bcl.extractor.extractor_record`); None for a column without one."
     if plan.pretraining is None:
         return None
-    from bcl.data.extractor_record import extractor_record
+    from bcl.extractor.extractor_record import extractor_record
     return extractor_record(_pretraining(plan), None if data_dir is None else Path(data_dir) / "features")
 
 class CellData(NamedTuple):

@@ -569,7 +569,7 @@ def devices_section(cells: dict[str, dict]) -> str:
 # %% ../../nbs/table/62_ledger.ipynb #e1a7c0df
 def extractors_section(cells: dict[str, dict]) -> str:
     """Markdown: for every column of sub-table (a) with finished cells, which pre-trained extractor their features came
-    from (the SHA-256 of its parameters, `bcl.data.extractor_record`), and how many cells used it. A column
+    from (the SHA-256 of its parameters, `bcl.extractor.extractor_record`), and how many cells used it. A column
     whose cells used more than one extractor, or did not record theirs, is flagged: its cells are not comparable."""
     columns = {c.key: c for c in FAA_COLUMNS}
     by_column: dict[str, dict[tuple, list[str]]] = {}

@@ -203,7 +203,7 @@ def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: 
 
 def check_extractor(column: Column, extractor: str) -> str:
     "`extractor`, a pre-training task that can stand in for `column`'s; `ValueError` saying what to pass otherwise."
-    from bcl.data.features import PRETRAINING, PRETRAINING_INPUT_SHAPES
+    from bcl.extractor.features import PRETRAINING, PRETRAINING_INPUT_SHAPES
     if column.pretraining is None:
         raise ValueError(f"Column {column.key!r} has no extractor, so extractor={extractor!r} means nothing; pass it "
                          "only with an extractor column (Table faa (a)).")

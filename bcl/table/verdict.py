@@ -45,7 +45,7 @@ class Stages(NamedTuple):
 
 class ExtractorRule(NamedTuple):
     "How the stand-in extractor is chosen (protocol version 2): the candidates, the score's cells and the margin."
-    candidates: tuple[str, ...]  # pre-training tasks (bcl.data.features.PRETRAINING)
+    candidates: tuple[str, ...]  # pre-training tasks (bcl.extractor.features.PRETRAINING)
     incumbent: str  # the stand-in a challenger must beat
     method: str  # the score's cells: this method on each of `columns`, under `schedule`, seeds `seeds`
     columns: tuple[str, ...]
