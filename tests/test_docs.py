@@ -3,7 +3,7 @@
 The browser check opens the built site `_docs/html/` in headless Chromium (Debian's `chromium`) over a local HTTP
 server: the index and two notebook pages, whose maths must be typeset by the MathJax served with the site and whose
 figures must be PNG images. It skips, saying why, where Chromium is missing, and where the site has not been built
-(`make docs` builds it, then runs this file with BCL_DOCS_REQUIRED=1, which turns that skip into a failure).
+(`make docs` builds it, then runs this file with BCL_DOCS_REQUIRED=1, which turns either skip into a failure).
 Screenshots go to results/docs/browser/ with a provenance record.
 """
 import functools
@@ -132,7 +132,10 @@ def _site_or_skip():
             pytest.fail(f"{SITE / 'index.html'} is missing: docs/build.py did not build the site")
         pytest.skip("the documentation site is not built: `make docs` builds it (and runs this check)")
     if _chromium() is None:
-        pytest.skip("Chromium is missing: install Debian's `chromium` (apt-get install chromium) for the browser check")
+        why = "Chromium is missing: install Debian's `chromium` (apt-get install chromium) for the browser check"
+        if os.environ.get("BCL_DOCS_REQUIRED"):  # `make docs`: a site nobody looked at is not a checked site
+            pytest.fail(why + ", then run `make docs` again")
+        pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -258,3 +261,17 @@ def test_notebook_page_typesets_maths_and_shows_figures(served, page):
               "figure_screenshot": figure_shot.name, "figure_section": section, "figure_window": "1280x1600",
               "typeset_display_equations": typeset, "figures": len(images), "provenance": provenance()}
     shot.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+
+
+def test_a_required_browser_check_fails_without_chromium(monkeypatch, tmp_path):
+    "Under `make docs` (BCL_DOCS_REQUIRED=1) a missing Chromium fails the check; elsewhere it skips, saying why."
+    module = sys.modules[__name__]
+    (tmp_path / "index.html").write_text("<html></html>")
+    monkeypatch.setattr(module, "SITE", tmp_path)
+    monkeypatch.setattr(module, "_chromium", lambda: None)
+    monkeypatch.setenv("BCL_DOCS_REQUIRED", "1")
+    with pytest.raises(pytest.fail.Exception, match="Chromium is missing"):
+        _site_or_skip()
+    monkeypatch.delenv("BCL_DOCS_REQUIRED")
+    with pytest.raises(pytest.skip.Exception, match="Chromium is missing"):
+        _site_or_skip()
