@@ -9,7 +9,8 @@ Usage:
 For every cell whose data is on this machine, the cell's exact optimiser steps (its own sequence and method,
 `bcl.table.cell.optimiser_steps`: per seed and grid point; one step updates all seeds and grid points at once) times
 seconds per step, plus compilation. Seconds per step come from, in this order:
-1. the cell itself, when it has run: its measured wall time is the projection;
+1. the cell itself, when it has run on the target backend (or nothing on the target backend can stand for it): its
+   measured wall time is the projection; a cell run elsewhere (a GPU) is projected by the rules below;
 2. another finished cell of the batch with the same network and method, run on the target backend (`--backend`,
    default this machine's: `run_s / steps`, so evaluation after each task and end-of-task work are included);
 3. a line of `benchmarks/gpu.py` (`--measured`, same network, method and component noise) on the target backend,
@@ -112,6 +113,12 @@ def sources(plans: dict, measured: dict, backend: str, cores: int | None = None)
     return elsewhere | on_target | finished, finished, on_target
 
 
+def measured_elsewhere(numbers: dict | None, target_source: dict | None, backend: str, cores: int | None) -> bool:
+    """Whether a finished cell ran off the target backend (a GPU, or another number of cores) while a finished cell or
+    a benchmark line on it can project the cell: then that source projects it, not the cell's own wall time."""
+    return numbers is not None and not _on_target(numbers, backend, cores) and target_source is not None
+
+
 def _from_cell(other: dict, method: str, steps: int) -> dict:
     "Rules 2 and 4: another finished cell's seconds per step (evaluation and end-of-task work included)."
     t = other["timings"]
@@ -161,7 +168,8 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
                                          "steps": optimiser_steps(algorithm, sequence),
                                          "noise": plan.spec.component_noise if _mixture(method) else None,
                                          "numbers": numbers}
-    chosen, finished, on_target = sources(plans, measured, backend, os.cpu_count() if backend == "cpu" else None)
+    cores = os.cpu_count() if backend == "cpu" else None
+    chosen, finished, on_target = sources(plans, measured, backend, cores)
     for key, numbers in (borrowed or {}).items():  # another table's cells: a source where this table has none
         if key not in finished and _on_target(numbers, backend, os.cpu_count() if backend == "cpu" else None):
             chosen[key] = numbers
@@ -178,7 +186,14 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         numbers, key = p["numbers"], (p["network"], method, p["noise"])
         record = {"network": p["network"], "steps": p["steps"], "component_noise": p["noise"]}
         source = chosen.get(key)
-        if numbers is not None:
+        target_source = finished.get(key) or on_target.get(key)
+        if measured_elsewhere(numbers, target_source, backend, cores):
+            # a cell run elsewhere (e.g. on a GPU) says little of its time here: the target backend's source projects
+            record |= (_from_cell(target_source, method, p["steps"]) if "timings" in target_source else
+                       _from_benchmark(target_source, overhead.get(p["network"], 1.0), p["seeds"], p["steps"]))
+            record["note"] = (f"ran on {_device(numbers.get('provenance'))} in {numbers['timings']['wall_s']:.0f} s; "
+                              f"projected for {backend} from the source above")
+        elif numbers is not None:
             t = numbers["timings"]
             step = _timed_s_per_step(numbers)
             untimed = max(0, p["steps"] - round(t["run_s"] / step)) if step else 0  # before a resume's checkpoint

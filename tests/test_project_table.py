@@ -58,3 +58,15 @@ def test_a_cpu_cell_pinned_to_fewer_cores_is_not_a_measurement_on_the_target():
     chosen, finished, _ = project_table.sources(plans, {key: cpu_line}, "cpu", cores=1)
     assert chosen[key] is pinned  # on one core it is the measurement
     assert project_table.sources(plans, {}, "cpu", cores=2)[0][key] is pinned  # nothing else: rule 4, by its device
+
+
+def test_a_cell_run_on_a_gpu_is_projected_for_the_cpu_from_the_cpu_sources():
+    "A 5-seed cell run on an H200 in 67 s says nothing of its CPU time: a CPU source projects it (the protocol's 2 h)."
+    gpu_cell = {"provenance": {"backend": "gpu", "devices": ["NVIDIA H200"]}, "timings": {"wall_s": 67.0}}
+    cpu_cell = {"provenance": {"backend": "cpu", "cpu": {"cores": 2}}, "timings": {"wall_s": 900.0}}
+    cpu_line = {"backend": "cpu", "s_per_step": 0.5}
+    assert project_table.measured_elsewhere(gpu_cell, cpu_line, "cpu", 2)
+    assert not project_table.measured_elsewhere(gpu_cell, None, "cpu", 2)  # nothing here: its own time stands
+    assert not project_table.measured_elsewhere(cpu_cell, cpu_line, "cpu", 2)
+    assert project_table.measured_elsewhere(cpu_cell, cpu_line, "cpu", 4)  # measured with another number of cores
+    assert not project_table.measured_elsewhere(None, cpu_line, "cpu", 2)
