@@ -71,7 +71,8 @@ def main(argv=None) -> int:
                              f"({paper['parameters']['schedule']} and {code['parameters']['schedule']}).")
         both = {"method": method, "code": row(code, rule, "code"), "paper": row(paper, rule, "paper")}
         rows.append(both)
-        fmt = lambda r: f"{r['mean']:.2f} ± {r['sd']:.2f} ({r['n']}) [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]"
+        fmt = lambda r: (f"{r['mean']:.2f} ± {r['sd']:.2f} ({r['n']}) [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]"
+                         + ("" if r["backend"] == "cpu" else f", on {r['backend']}"))
         lines.append(f"| {METHOD_LABELS[method]} | {fmt(both['code'])} | {both['code']['outcome']} | "
                      f"{fmt(both['paper'])} | {both['paper']['outcome']} | {both['code']['paper']:.2f} |")
     schedules = sorted({r[w]["schedule"] for r in rows for w in ("code", "paper")})
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         "A sensitivity analysis (`experiments/protocol.md`): it never changes a verdict. The code's weight is B/(t·C) "
         "with the prior focus and B/M with the likelihood focus; the text's is B/C. Each entry: mean ± sd (seeds) "
         "[the protocol's 95 % interval for one more run, widened by its margin], and the outcome of the paper's number "
-        f"against it. Schedule: {', '.join(schedules) or '–'}.", "",
+        f"against it. Schedule: {', '.join(schedules) or '–'}; every seed each cell ran (seeds 0 to n − 1).", "",
         "| method | code's weight | outcome | text's weight (B/C) | outcome | paper |",
         "|---|---|---|---|---|---|", *lines, "", f"Written by `{command}`.", ""])
     atomic_write_bytes(args.tables / "sensitivity_kl_weighting.md", text.encode())
