@@ -187,7 +187,11 @@ def build_on(name: str, model, likelihood, setup: SequenceSetup, *, component_no
     `bcl.engine.heads.TaskHeads`) with the paper's settings of `setup`, any setting of `settings_of(name)` changed by
     keyword: `build` once it has the sequence's network, for benchmarks and harnesses that bring their own."""
     name = method_name(name)
-    settings = method_settings(name, setup, component_noise=component_noise, **overrides)
+    return _assemble(name, model, likelihood, method_settings(name, setup, component_noise=component_noise,
+                                                              **overrides), data_scale)
+
+def _assemble(name: str, model, likelihood, settings: dict, data_scale: float) -> Built:
+    "The `Built` of checked flat `settings` on `model`, its prior terms weighted for `data_scale` (matched schedules)."
     method, hyper = make_method(name, model, likelihood, settings)
     if data_scale != 1.0:
         method = method.with_training(data_scale=data_scale)
@@ -200,6 +204,5 @@ def build(name: str, sequence: TaskSequence, setup: SequenceSetup | None = None,
     any setting of `settings_of(name)` changed by keyword."""
     name = method_name(name)
     setup = sequence_setup(sequence.name) if setup is None else setup
-    method_settings(name, setup, component_noise=component_noise, **overrides)  # bad settings fail before the network is built
-    return build_on(name, paper_network(setup, sequence, conv_impl), method_likelihood(sequence), setup,
-                    component_noise=component_noise, data_scale=data_scale, **overrides)
+    settings = method_settings(name, setup, component_noise=component_noise, **overrides)  # checked before the network
+    return _assemble(name, paper_network(setup, sequence, conv_impl), method_likelihood(sequence), settings, data_scale)

@@ -122,8 +122,6 @@ ABOVE = {"bcl.data": ("bcl.engine", "bcl.vi", "bcl.methods", "bcl.extractor", "b
          "bcl.vi": ("bcl.extractor", "bcl.paper", "bcl.factory", "bcl.table", "bcl.figure"),
          "bcl.methods": ("bcl.extractor", "bcl.paper", "bcl.factory", "bcl.table", "bcl.figure"),
          "bcl.extractor": ("bcl.paper", "bcl.factory", "bcl.table", "bcl.figure")}  # pre-training: a stage above them
-# Known exceptions, listed so that a new crossing fails and a listed one fails once it is gone: none.
-KNOWN_CROSSINGS: set[str] = set()
 
 
 def test_layers_import_nothing_above_them():
@@ -133,8 +131,7 @@ def test_layers_import_nothing_above_them():
             if module.startswith(layer + "."):
                 crossings |= {f"{module} imports {upper}" for other in _imports(module) for upper in above
                               if other == upper or other.startswith(upper + ".")}
-    assert crossings == KNOWN_CROSSINGS, (f"new: {sorted(crossings - KNOWN_CROSSINGS)}; "
-                                          f"gone (remove from KNOWN_CROSSINGS): {sorted(KNOWN_CROSSINGS - crossings)}")
+    assert not crossings, f"these modules import a layer above their own: {sorted(crossings)}"
 
 
 def test_tables_do_not_draw():
