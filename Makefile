@@ -11,7 +11,7 @@ TEST_PROCS ?= 2
 # The papermill templates, paired with percent-format scripts in experiments/templates/ for reviewable diffs.
 TEMPLATES := nbs/90_visualisation.ipynb nbs/91_table_cell.ipynb
 
-.PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-iris demo-sinusoid clean-notebooks bench docs \
+.PHONY: env env-latest lock offline-data templates sync-check test test-all test-slurm demo demo-iris demo-sinusoid clean-notebooks bench docs docs-browser \
         table table-smoke table-smoke-ci table-offline table-paper table-offline-steps table-offline-steps-mnist \
         table-offline-steps-matched table-offline-matched table-offline-protocol ledger stale redraw svi-tables
 
@@ -188,12 +188,21 @@ ledger: env
 
 ## The documentation site, offline (docs/build.py): every notebook executed (slow and gpu cells shown, not run;
 ## unchanged notebooks come from the cache in _docs/executed/), rendered by Sphinx + myst-nb with the API reference
-## into _docs/html/ (MathJax served with it), then opened in headless Chromium (tests/test_docs.py). The first build
+## into _docs/html/ (MathJax served with it) with no Sphinx warning, then every page opened in headless Chromium
+## (tests/test_docs.py; Debian's chromium is installed first when missing). The first build
 ## runs every notebook, about as long as `make test`'s notebooks. nbdev_docs/nbdev_preview/nbdev_prepare need
 ## Quarto: `make env` replaces them in the venv with stubs that point here (scripts/guard_nbdev.sh).
-docs: $(STAMP)
+docs: $(STAMP) docs-browser
 	$(BIN)/python docs/build.py
 	BCL_DOCS_REQUIRED=1 $(BIN)/python -m pytest tests/test_docs.py -q -rs
+
+## Debian's Chromium for the browser check of `make docs` (installed when missing; the check fails without it).
+docs-browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; } ; } || \
+	  echo "warning: could not install the Debian package chromium; the browser check of make docs will fail"
 
 clean-notebooks: $(STAMP)
 	$(BIN)/nbdev_clean && $(BIN)/nbdev_export

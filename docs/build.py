@@ -8,7 +8,9 @@
 2. Stage the pages in `_docs/src/`: nbdev's directive lines (`#| export`, ...) dropped from the shown code,
    `#| hide` and `#| default_exp` cells dropped, the user guide `docs/guide.md`, an API page per module of `bcl/`
    (Sphinx autodoc), MathJax copied from the `jupyter-server-mathjax` package (served with the site: no CDN).
-3. `sphinx-build` (myst-nb, furo theme, `docs/conf.py`) into `_docs/html/`; open `_docs/html/index.html`.
+3. `sphinx-build` (myst-nb, furo theme, `docs/conf.py`) into `_docs/html/`, failing on any warning (the docstrings,
+   written in Markdown as nbdev shows them, are converted to reStructuredText by `docs/conf.py`); open
+   `_docs/html/index.html`.
 """
 from __future__ import annotations
 
@@ -80,11 +82,12 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
 
 
 def inputs_hash(path: Path, flags: list[str]) -> str:
-    "SHA-256 of what an executed notebook depends on: the notebook, every file of bcl/, the skip flags."
+    "SHA-256 of what an executed notebook depends on: the notebook, every file of bcl/, the skip flags, XLA_FLAGS."
     digest = hashlib.sha256(path.read_bytes())
     for module in sorted((ROOT / "bcl").rglob("*.py")):
         digest.update(module.relative_to(ROOT).as_posix().encode() + module.read_bytes())
     digest.update(" ".join(flags).encode())
+    digest.update(os.environ.get("XLA_FLAGS", "").encode())  # bcl's CPU workarounds (see `execute`) included
     return digest.hexdigest()
 
 
@@ -93,6 +96,8 @@ def execute(path: Path, flags: list[str], timeout: int) -> tuple[str, float, str
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    import bcl  # noqa: F401  importing bcl adds its CPU workarounds to XLA_FLAGS, which the kernel inherits, as the
+    # notebooks' runs under `make test` do; a notebook that runs JAX before importing bcl then warns of nothing
     key = inputs_hash(path, flags)
     target = EXECUTED / path.relative_to(NBS)
     if target.exists():
@@ -130,11 +135,18 @@ def execute(path: Path, flags: list[str], timeout: int) -> tuple[str, float, str
     return path.stem, time.perf_counter() - start, None
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
 def page(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    "The notebook as the site shows it: hidden cells dropped, directive lines removed from the code shown."
+    """The notebook as the site shows it: hidden cells dropped, directive lines removed from the code shown, and no
+    Jupyter widgets (tfds's progress bars become widgets in a kernel with ipywidgets; their state and the scripts
+    that draw them would load from a CDN, and a finished bar says nothing)."""
+    nb.metadata.pop("widgets", None)
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if WIDGET not in o.get("data", {})]
             words = [w[0] for w in directives(cell.source) if w]
             if HIDDEN & set(words):
                 continue
@@ -223,9 +235,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     executed = time.perf_counter() - start
     stage(paths)
-    result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", str(max(1, args.jobs)),
+    # the whole site must build without a warning (`-W`, every warning listed first); with --only the links to the
+    # notebooks left out cannot resolve, so warnings are shown but do not fail
+    strict = [] if args.only else ["-W", "--keep-going"]
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", *strict, "-j", str(max(1, args.jobs)),
                              str(SRC), str(HTML)], env={**os.environ, "PYTHONPATH": str(ROOT)})
     if result.returncode:
+        print("make docs: Sphinx failed or warned (above); a docstring is Markdown, converted by docs/conf.py.",
+              file=sys.stderr)
         return result.returncode
     print(f"notebooks executed in {executed:.0f} s, site built in {time.perf_counter() - start - executed:.0f} s: "
           f"{(HTML / 'index.html').relative_to(ROOT)}")

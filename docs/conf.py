@@ -36,3 +36,50 @@ mathjax2_config = {
     "menuSettings": {"zoom": "None"},
     "messageStyle": "none",
 }
+
+
+# --- docstrings are Markdown (nbdev's convention), autodoc reads reStructuredText --------------------------------
+import re as _re
+
+_CODE = _re.compile(r"(`+)(.+?)\1")
+_EMPHASIS = _re.compile(r"(?<![\w*\\])\*(?=[A-Za-z])([^*\n]+?)(?<=[\w.)])\*(?![\w*])")
+_ENDS_INLINE = _re.compile(r"[\s\-.,:;!?\\/'\")\]}>]")  # what may follow inline markup in reStructuredText
+
+
+def _rst_text(text: str) -> str:
+    "Prose between code spans: Markdown's *emphasis* kept, any other `*` (e.g. `(*prefix, P)`) escaped."
+    kept = []
+    def hold(match):
+        kept.append(match.group(1))
+        return f"\0{len(kept) - 1}\0"
+    text = _EMPHASIS.sub(hold, text).replace("*", r"\*").replace("|", r"\|")
+    return _re.sub(r"\0(\d+)\0", lambda m: f"*{kept[int(m.group(1))]}*", text)
+
+
+def markdown_docstring_line(line: str) -> str:
+    "One docstring line from Markdown to reStructuredText: `code` → ``code`` (escaped where a letter or ² follows)."
+    out, last = [], 0
+    for match in _CODE.finditer(line):
+        out.append(_rst_text(line[last:match.start()]))
+        after = line[match.end():match.end() + 1]
+        before = line[match.start() - 1:match.start()] if match.start() else ""
+        lead = "\\ " if before and not _re.match(r"[\s\-(\[{<'\"/:]", before) else ""
+        out.append(f"{lead}``{match.group(2).strip()}``" + ("\\ " if after and not _ENDS_INLINE.match(after) else ""))
+        last = match.end()
+    out.append(_rst_text(line[last:]))
+    return "".join(out)
+
+
+def _markdown_docstrings(app, what, name, obj, options, lines):
+    lines[:] = [markdown_docstring_line(line) for line in lines]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _markdown_docstrings)
+
+
+# autodoc imports bcl and so JAX, whose search for a TPU logs at INFO through the logging set up by an imported
+# package; the build prints warnings only
+import logging as _logging
+
+_logging.getLogger("jax._src.xla_bridge").setLevel(_logging.WARNING)

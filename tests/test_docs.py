@@ -1,8 +1,9 @@
 """The documentation site (`make docs`, docs/build.py) and the guard on nbdev's Quarto commands.
 
 The browser check opens the built site `_docs/html/` in headless Chromium (Debian's `chromium`) over a local HTTP
-server: the index and two notebook pages, whose maths must be typeset by the MathJax served with the site and whose
-figures must be PNG images. It skips, saying why, where Chromium is missing, and where the site has not been built
+server: every page, which must show no raw TeX, no maths written as Unicode with underscores in a notebook's prose
+and no warning printed by a cell; and two notebook pages, whose display maths must be typeset by the MathJax served
+with the site and whose figures must be PNG images. It skips, saying why, where Chromium is missing, and where the site has not been built
 (`make docs` builds it, then runs this file with BCL_DOCS_REQUIRED=1, which turns either skip into a failure).
 Screenshots go to results/docs/browser/ with a provenance record.
 """
@@ -46,15 +47,20 @@ def test_flagged_cells_are_not_run_and_say_so():
     assert build.not_run_reason("#| slow\nx = 1", ["gpu"]) is None  # BCL_TEST_FLAGS-style: slow cells allowed
 
 
-def test_page_drops_hidden_cells_and_directive_lines():
+def test_page_drops_hidden_cells_directive_lines_and_widgets():
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Title\n\n$$x^2$$"),
         nbformat.v4.new_code_cell("#| default_exp thing"),
         nbformat.v4.new_code_cell("#| hide\nfrom fastcore.test import test_eq"),
         nbformat.v4.new_code_cell("#| export\n\ndef f(x):\n    return x"),
         nbformat.v4.new_code_cell("#| slow\ny = 2")])
+    nb.cells[-1].outputs = [nbformat.v4.new_output("display_data", data={build.WIDGET: {"model_id": "m"},
+                                                                          "text/plain": "bar"}),
+                            nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
     shown = build.page(nb)
     assert [c.source for c in shown.cells] == ["# Title\n\n$$x^2$$", "def f(x):\n    return x", "y = 2"]
+    assert [o.output_type for o in shown.cells[-1].outputs] == ["stream"] and "widgets" not in shown.metadata
 
 
 def test_every_notebook_and_module_gets_a_page():
@@ -261,6 +267,83 @@ def test_notebook_page_typesets_maths_and_shows_figures(served, page):
               "figure_screenshot": figure_shot.name, "figure_section": section, "figure_window": "1280x1600",
               "typeset_display_equations": typeset, "figures": len(images), "provenance": provenance()}
     shot.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+
+
+# --- every page: maths typeset, no raw TeX, no warning ---------------------------------------------------------------
+
+RAW_TEX = re.compile(r"\$\$|\\[(\[]|\\(?:frac|mathcal|mathbf|mathrm|mathfrak|boldsymbol|operatorname|sum|prod|int|"
+                     r"lVert|rVert|Vert|tilde|hat|bar|begin|end|left|right|alpha|beta|lambda|kappa|theta|sigma|mu|rho)"
+                     r"(?![A-Za-z])")
+UNICODE_SUBSCRIPT = re.compile(r"(?<![\w`.\\/-])[A-Za-zα-ωΑ-Ω𝔩](?:_\{|_[A-Za-z0-9α-ω](?![\w]))")
+STRAY_WARNING = re.compile(r"\b\w*Warning\b|\bWARNING\b|warnings\.warn")
+
+
+def html_text(fragment: str) -> str:
+    "A fragment's text, tags dropped."
+    import html as html_module
+
+    return html_module.unescape(re.sub(r"<[^>]+>", "", fragment)).strip()
+
+
+def visible_text(dom: str) -> str:
+    "The text a reader sees in a page's DOM: no scripts (MathJax keeps the TeX there), styles, code or typeset maths."
+    import html as html_module
+
+    for tag in ("script", "style", "pre", "code", "noscript"):
+        dom = re.sub(rf"<{tag}\b.*?</{tag}>", " ", dom, flags=re.S | re.I)
+    dom = re.sub(r'<span class="MathJax(?:_Preview)?"[^>]*>.*?</span>(?=\s*<script|\s*</)', " ", dom, flags=re.S)
+    return html_module.unescape(re.sub(r"<[^>]+>", " ", dom))
+
+
+def page_problems(page: str, dom: str) -> list[str]:
+    """What is wrong with one rendered page: TeX that MathJax left untypeset (or reported as an error), maths written as
+    Unicode with underscores in a notebook's prose (`θ_k`, `q_{t}`), and a warning printed by a cell."""
+    problems = []
+    if re.search(r'class="[^"]*(MathJax_Error|merror)', dom):
+        problems.append("a TeX error")
+    text = visible_text(dom)
+    for match in RAW_TEX.finditer(text):
+        problems.append(f"raw TeX {text[max(0, match.start() - 40):match.end() + 40]!r}")
+    if page.startswith("nbs/"):
+        for match in UNICODE_SUBSCRIPT.finditer(text):
+            problems.append(f"Unicode maths with an underscore {text[max(0, match.start() - 40):match.end() + 40]!r}")
+    for block in re.findall(r'<div class="[^"]*\bstderr\b[^"]*".*?</div>', dom, flags=re.S):
+        if STRAY_WARNING.search(block):
+            text = html_text(block)
+            match = STRAY_WARNING.search(text)
+            problems.append(f"a warning in a cell's output {text[max(0, match.start() - 80):match.end() + 120]!r}")
+    return [f"{page}: {p}" for p in problems[:5]]
+
+
+def test_page_problems_finds_raw_tex_unicode_maths_and_warnings():
+    typeset = ('<p>The bound <span class="MathJax" id="x">κ</span><script type="math/tex">\\kappa_k</script> holds '
+               'for <code>q_t</code>.</p>')
+    assert page_problems("nbs/a.html", typeset) == []
+    assert "raw TeX" in page_problems("nbs/a.html", "<p>$$\\log p(\\theta) = \\sum_i x$$</p>")[0]
+    assert "raw TeX" in page_problems("nbs/a.html", "<p>\\(x\\) left untypeset</p>")[0]
+    assert "Unicode maths" in page_problems("nbs/a.html", "<p>E_q[KL(q(κ|θ)‖p(κ|θ))] and θ_k</p>")[0]
+    assert page_problems("api/a.html", "<p>Σ_k p_k</p>") == []  # docstrings are plain text
+    assert page_problems("nbs/a.html", "<p>train_sequence, cisplit2diris, ci-mnist_fe</p>") == []
+    stderr = '<div class="output stderr"><pre>UserWarning: JAX started before bcl was imported</pre></div>'
+    assert "a warning" in page_problems("nbs/a.html", stderr)[0]
+    assert "TeX error" in page_problems("nbs/a.html", '<span class="MathJax_Error">x</span>')[0]
+
+
+def site_pages() -> list[str]:
+    "Every HTML page of the built site but Sphinx's own (search, index of names) and the figure views of this file."
+    own = {"search.html", "genindex.html", "py-modindex.html"}
+    return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
+                  if p.name not in own and not p.name.startswith("_") and "_static" not in p.parts)
+
+
+def test_every_page_typesets_its_maths_and_prints_no_warning(served):
+    "Every page of the site, as headless Chromium renders it: no raw TeX, no Unicode-with-underscore maths, no warning."
+    pages = site_pages()
+    assert len(pages) > 50, pages
+    problems = []
+    for page in pages:
+        problems += page_problems(page, _dom(f"{served}/{page}"))
+    assert not problems, f"{len(problems)} problems on the site's {len(pages)} pages:\n" + "\n".join(problems[:40])
 
 
 def test_a_required_browser_check_fails_without_chromium(monkeypatch, tmp_path):

@@ -19,9 +19,28 @@ from .splits import assemble_sequence
 from ..core import TaskSequence
 
 # %% auto #0
-__all__ = ['HAM8_CLASSES', 'HAM6_CLASSES', 'BCN12_CLASSES', 'ISIC_SEQUENCES', 'download_instructions', 'IsicMetadata',
-           'read_isic_metadata', 'isic_fingerprint', 'resize_image', 'IsicCollection', 'Ham10000', 'Bcn20000',
-           'prepare_isic', 'isic_arrays', 'IsicSequence', 'isic_inputs', 'make_isic_sequence']
+__all__ = ['HAM8_CLASSES', 'HAM6_CLASSES', 'BCN12_CLASSES', 'ISIC_SEQUENCES', 'tfds_module', 'download_instructions',
+           'IsicMetadata', 'read_isic_metadata', 'isic_fingerprint', 'resize_image', 'IsicCollection', 'Ham10000',
+           'Bcn20000', 'prepare_isic', 'isic_arrays', 'IsicSequence', 'isic_inputs', 'make_isic_sequence']
+
+# %% ../../nbs/data/11_isic.ipynb #3f5c350b
+def tfds_module():
+    """`tensorflow_datasets`, with its log line "Variant folder ... has no dataset_info.json" dropped: tfds writes it
+    while it scans a data folder for versions, for a version folder that is still being prepared (bcl prepares the
+    ISIC folders itself) or that holds tfds's mock metadata, and neither means anything to a reader."""
+    import logging
+
+    import tensorflow_datasets as tfds
+    absl_logger = logging.getLogger("absl")
+    if not any(isinstance(f, _NoIncompleteVariantLog) for f in absl_logger.filters):
+        absl_logger.addFilter(_NoIncompleteVariantLog())
+    return tfds
+
+class _NoIncompleteVariantLog:
+    "A `logging` filter that drops tfds's 'Variant folder %s has no %s' (see `tfds_module`)."
+    def filter(self, record) -> bool:
+        return record.msg != "Variant folder %s has no %s"
+
 
 # %% ../../nbs/data/11_isic.ipynb #0528141a
 def download_instructions(collection: int, folder_name: str) -> str:
@@ -143,6 +162,7 @@ def prepare_isic(builder_class: type[IsicCollection], source_dir=None, data_dir=
     read_isic_metadata(manual_dir, builder_class.instructions())  # check columns and images before tfds starts
     key = hashlib.sha256(repr(sorted(fingerprint.items())).encode()).hexdigest()[:16]
     root = (core.data_dir() if data_dir is None else Path(data_dir)) / "isic_tfds" / key
+    tfds_module()  # tfds's log line about the folder it is preparing dropped
     builder = builder_class(data_dir=os.fspath(root), file_format="array_record")
     if not builder.is_prepared():
         builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))

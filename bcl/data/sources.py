@@ -15,6 +15,7 @@ import numpy as np
 from .. import core
 from ..cache import file_sha256
 from ..core import Split, Task, TaskSequence
+from .isic import tfds_module
 from .splits import SplitPlan, assemble_sequence
 
 # %% auto #0
@@ -181,7 +182,7 @@ def _tfds_missing(dataset, split, source_dir, error) -> str:
 
 def read_tfds(dataset: str, split: str, source_dir: str | os.PathLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     "Images (uint8) and labels of a prepared tfds data set, read without TensorFlow; nothing is downloaded."
-    import tensorflow_datasets as tfds
+    tfds = tfds_module()
     try:
         source = tfds.data_source(dataset, split=split, data_dir=None if source_dir is None else os.fspath(source_dir),
                                   download=False, builder_kwargs={"file_format": "array_record"})
@@ -194,7 +195,7 @@ def read_tfds(dataset: str, split: str, source_dir: str | os.PathLike | None = N
 
 def tfds_fingerprint(dataset: str, source_dir: str | os.PathLike | None = None) -> dict | None:
     "Version and checksums of a prepared tfds data set (`None` when it is not on disk, e.g. under mock data)."
-    import tensorflow_datasets as tfds
+    tfds = tfds_module()
     builder = tfds.builder(dataset, data_dir=None if source_dir is None else os.fspath(source_dir))
     folder = Path(os.fspath(builder.data_dir))
     if not (folder / "dataset_info.json").exists():

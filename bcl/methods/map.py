@@ -59,7 +59,7 @@ def _no_update(key, state, split, hyper, task):
 # %% ../../nbs/methods/40_map.ipynb #41a19611
 def finetuning(model: Model, likelihood: str, *, batch_size: int, epochs: int, precision: float = 1.0,
                class_weights=None) -> Method:
-    """Fine-tuning: MAP on the current task with the N(0, 1/precision) prior as a ½τ‖θ‖²/nb penalty per batch;
+    """Fine-tuning: MAP on the current task with the N(0, 1/precision) prior as a ½α‖θ‖²/nb penalty per batch;
     `class_weights` (one per class, e.g. `bcl.extractor.features.class_weights`) weight the NLL (pre-training on BCN-12)."""
     _check_settings(batch_size, epochs, precision)
     weights = None if class_weights is None else np.asarray(class_weights, np.float32)

@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Table faa, one cell (papermill template)
 #
-# > Trains one method on one column of the paper's Table `tab:faa`, every seed as one vmapped program, and writes
-# > `numbers.json` next to this executed notebook.
+# > Trains one method on one column of the paper's Table `tab:faa`, every seed as one vmapped program, and writes `numbers.json` next to this executed notebook.
 #
 # `experiments/run_table.py` runs this template once per cell, as a task of a Dask cluster, with the parameters of
 # the cell. The defaults below are a smoke cell on mock data that runs in seconds, so that `nbdev_test` runs the
