@@ -19,8 +19,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_dir', 'tree_size', 'tree_sum', 'tree_vdot',
            'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'row_chunks',
-           'check_same_structure', 'check_positive', 'assert_trees_allclose', 'did_you_mean', 'check_choice',
-           'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task', 'TaskSequence']
+           'check_same_structure', 'check_positive', 'largest_divisor_at_most', 'assert_trees_allclose', 'did_you_mean',
+           'check_choice', 'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task', 'TaskSequence']
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
@@ -154,6 +154,12 @@ def check_positive(name: str, value, integer: bool = False) -> None:
         raise ValueError(f"{name} must be a positive number, got {value!r}.")
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be positive, got {value!r}.")
+
+def largest_divisor_at_most(n: int, limit: int) -> int:
+    """The largest divisor of the positive integer `n` that is at most `limit` (1 when `limit` < 1): how many devices
+    `n` chains or seeds split over evenly. Pure Python, so a caller may ask before JAX starts a backend."""
+    check_positive("n", n, integer=True)
+    return max(d for d in range(1, max(1, min(n, limit)) + 1) if n % d == 0)
 
 # %% ../nbs/00_core.ipynb #b37efa97
 def assert_trees_allclose(actual, expected, rtol: float = 1e-6, atol: float = 0.0, err_msg: str = "") -> None:

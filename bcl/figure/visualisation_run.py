@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import TaskSequence, project_root, results_dir
+from ..core import TaskSequence, largest_divisor_at_most, project_root, results_dir
 from ..data.sequences import load_sequence
 from ..paper import is_sampler
 from .visualisation import (PLOT_WINDOWS, build_method, grid_distances, method_entry, plot_grid, run_method,
@@ -44,7 +44,7 @@ def request_chain_devices(methods, hmc_chains, hmc_parallel) -> int:
     wants_hmc = isinstance(methods, list) and any(_samples(m) for m in methods)
     if not (hmc_parallel is True and wants_hmc and isinstance(hmc_chains, int) and hmc_chains > 1):
         return 1
-    n_host_devices = max(d for d in range(1, min(hmc_chains, os.cpu_count() or 1) + 1) if hmc_chains % d == 0)
+    n_host_devices = largest_divisor_at_most(hmc_chains, os.cpu_count() or 1)  # as `bcl.methods.hmc.chain_device_count`
     if n_host_devices > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                    + f" --xla_force_host_platform_device_count={n_host_devices}").strip()

@@ -22,7 +22,7 @@ import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
 from jax.flatten_util import ravel_pytree
 
-from ..core import TaskSequence, atomic_write_bytes, check_positive, named_keys, tree_vdot
+from ..core import TaskSequence, atomic_write_bytes, check_positive, largest_divisor_at_most, named_keys, tree_vdot
 from ..models import Model
 from ..engine.checkpoint import array_digest
 from ..engine.heads import TaskHeads, given_task, method_likelihood
@@ -251,7 +251,7 @@ def hmc_sampler(log_density: Callable, *, num_warmup: int = 1000, num_samples: i
 def chain_device_count(n_chains: int, n_available: int) -> int:
     "How many devices to shard `n_chains` over: the largest divisor of `n_chains` not above `n_available`."
     check_positive("n_chains", n_chains, integer=True)
-    return max(d for d in range(1, max(1, min(n_chains, n_available)) + 1) if n_chains % d == 0)
+    return largest_divisor_at_most(n_chains, n_available)
 
 def parallel_chain_devices(n_chains: int, platform: str = "cpu") -> list | None:
     "The first `chain_device_count` devices of `platform`; None if that is one."
