@@ -287,12 +287,10 @@ def html_text(fragment: str) -> str:
 
 def visible_text(dom: str) -> str:
     "The text a reader sees in a page's DOM: no scripts (MathJax keeps the TeX there), styles, code or typeset maths."
-    import html as html_module
-
     for tag in ("script", "style", "pre", "code", "noscript"):
         dom = re.sub(rf"<{tag}\b.*?</{tag}>", " ", dom, flags=re.S | re.I)
     dom = re.sub(r'<span class="MathJax(?:_Preview)?"[^>]*>.*?</span>(?=\s*<script|\s*</)', " ", dom, flags=re.S)
-    return html_module.unescape(re.sub(r"<[^>]+>", " ", dom))
+    return html_text(re.sub(r"<[^>]+>", " ", dom))  # tags become spaces, so words on either side stay apart
 
 
 def page_problems(page: str, dom: str) -> list[str]:
