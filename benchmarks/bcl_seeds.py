@@ -25,7 +25,7 @@ mean and sd.
 trainers, which split their keys once, when built (`OptimizingTrainer.__init__` in bcl/train/trainer/__init__.py at
 b838074), and start every task's `update_state` and `update_hparams` from them: the same shuffles, inducing inputs,
 parameter noise and coreset positions for every task. bcl folds the task index into the seed's key by default; the
-option runs `train_sequence(..., task_keys="reused")`, which gives every task the seed's own keys.
+option runs `train_sequence(..., options=TrainOptions(task_keys="reused"))`, which gives every task the seed's own keys.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def main() -> None:
     import jax
     from bcl.figure.visualisation import build_method
     from bcl.metrics import final_average_accuracy
-    from bcl.engine.sequence import hyper_configs, select_by_validation, train_sequence
+    from bcl.engine.sequence import TrainOptions, hyper_configs, select_by_validation, train_sequence
     if args.prepped:
         sequence = prepped_sequence(args.sequence, args.prepped)
     else:
@@ -106,7 +106,7 @@ def main() -> None:
     fixed = grid_point(configs, args.fix, parser.error) if args.fix else None
     start = time.perf_counter()
     result = train_sequence(spec.method, sequence, spec.hyper, seeds=args.seeds, progress=False,
-                            task_keys="reused" if args.reuse_task_key else "fresh")
+                            options=TrainOptions(task_keys="reused" if args.reuse_task_key else "fresh"))
     seeds = np.arange(len(args.seeds))
     # one grid point per seed (index 0 without a grid)
     chosen = np.full(len(seeds), fixed) if fixed is not None else select_by_validation(result)

@@ -63,7 +63,7 @@ Findings (seed 0; benchmarks/results/authors_parity_map.jsonl and _x64.jsonl):
     (bcl/train/trainer/coreset.py:143-155). With tasks of equal size (32), it keeps the same 16 positions of every
     task: same_positions_every_task is true for theirs at t3.
   - Ours (`bcl.engine.sequence._task_arguments`) derives each task's end_task key from fold_in(seed key, t) by default, so
-    the positions differ; `train_sequence(..., task_keys="reused")` gives every task the seed's own keys, as theirs.
+    the positions differ; `train_sequence(..., options=TrainOptions(task_keys="reused"))` gives every task the seed's own keys, as theirs.
   - Each task's own choice is uniform on both sides; only the correlation across tasks differs. This is a
     convention of randomness, not a different algorithm.
 - SI's sign. This is not a difference between the codes; both differ from the SI paper. Their accumulator is

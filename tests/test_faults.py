@@ -202,7 +202,7 @@ def _tiny():
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "garbage", "flipped"])
 def test_damaged_checkpoint_is_refused_clearly(tmp_path, damage):
-    from bcl.engine.sequence import train_sequence
+    from bcl.engine.sequence import TrainOptions, train_sequence
     method, sequence = _tiny()
     path = tmp_path / "run.npz"
     first = train_sequence(method, sequence, {"learning_rate": 0.1}, checkpoint=path, progress=False)
@@ -213,7 +213,8 @@ def test_damaged_checkpoint_is_refused_clearly(tmp_path, damage):
     with pytest.raises(ValueError, match="restart=True") as error:
         train_sequence(method, sequence, {"learning_rate": 0.1}, checkpoint=path, progress=False)
     assert str(path) in str(error.value)
-    again = train_sequence(method, sequence, {"learning_rate": 0.1}, checkpoint=path, progress=False, restart=True)
+    again = train_sequence(method, sequence, {"learning_rate": 0.1}, checkpoint=path, progress=False,
+                             options=TrainOptions(restart=True))
     np.testing.assert_array_equal(again.metrics["test/accuracy"], first.metrics["test/accuracy"])
 
 

@@ -15,7 +15,7 @@ import tensorflow_datasets as tfds
 
 from .. import core
 from ..cache import file_sha256
-from .splits import assemble_sequence
+from .splits import SplitRules, assemble_sequence
 from ..core import TaskSequence
 
 # %% auto #0
@@ -227,5 +227,5 @@ def make_isic_sequence(name: str, source_dir=None, data_dir=None, seed: int = 13
     images = isic_arrays(prepare_isic(spec.builder, source_dir, data_dir), metadata)
     index = {c: i for i, c in enumerate(spec.classes)}
     labels = np.array([index.get(d, -1) for d in metadata.diagnoses.tolist()])
-    return assemble_sequence(name, images, labels, spec.class_split, spec.label_map, stratify=metadata.diagnoses,
-                             class_names=spec.class_names, incremental=spec.incremental, seed=seed, input_divisor=255)
+    return assemble_sequence(name, images, labels, spec.class_split, spec.label_map, rules=SplitRules(
+        spec.incremental, spec.class_names, stratify=metadata.diagnoses, seed=seed, input_divisor=255))

@@ -13,7 +13,7 @@ import numpy as np
 from ..cache import file_sha256
 from ..core import TaskSequence, check_positive
 from .sources import EMNIST_LETTERS
-from .splits import assemble_sequence
+from .splits import SplitRules, assemble_sequence
 
 # %% auto #0
 __all__ = ['LETTER_FONTS', 'LETTERS_PER_CLASS', 'letter_fonts', 'fit_and_centre', 'LetterDistortion', 'render_letter',
@@ -111,7 +111,7 @@ def make_rendered_letters(seed: int = 1337, n_train: int = LETTERS_PER_CLASS["tr
     train_x, train_y = render_letters(n_train, seed)
     test_x, test_y = render_letters(n_test, seed + 1)
     return assemble_sequence("renderedletters", train_x, train_y, [list(range(26))], test=(test_x, test_y),
-                             incremental="pretraining", class_names=EMNIST_LETTERS, seed=seed, input_divisor=255)
+                             rules=SplitRules("pretraining", EMNIST_LETTERS, seed=seed, input_divisor=255))
 
 def letters_inputs(source_dir=None, data_dir=None) -> dict:
     "What the drawn arrays depend on besides the code: the fonts' bytes and the renderer's version."

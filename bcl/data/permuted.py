@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import Split, Task, TaskSequence, check_positive
 from .sources import read_mnist5k
-from .splits import SplitPlan, assemble_sequence
+from .splits import SplitPlan, SplitRules, assemble_sequence
 
 # %% auto #0
 __all__ = ['PERMUTED_TASKS', 'pixel_permutations', 'permute_inputs', 'repeated_digits', 'make_permuted_mnist5k',
@@ -44,8 +44,8 @@ def repeated_digits(name: str, transforms: Sequence[Callable], seed: int = 1337)
     """A domain-incremental sequence `name` and its record: MNIST-5k's split of the 10 digits as one task, repeated once
     per function of `transforms` (images (n, 28, 28, 1) to images), which makes that task's inputs."""
     images, labels = read_mnist5k()
-    digits, record = assemble_sequence(name, images, labels, [list(range(10))], incremental="domain",
-                                       class_names=tuple(map(str, range(10))), seed=seed, input_divisor=255)
+    digits, record = assemble_sequence(name, images, labels, [list(range(10))], rules=SplitRules(
+        "domain", tuple(map(str, range(10))), seed=seed, input_divisor=255))
     (task,) = digits.tasks
     n_tasks = len(transforms)
     tasks = tuple(Task(*(Split(transform(split.xs), split.ys.copy()) for split in task[:3]), task.classes)

@@ -16,7 +16,7 @@ from .. import core
 from ..cache import file_sha256
 from ..core import Split, Task, TaskSequence
 from .isic import tfds_module
-from .splits import SplitPlan, assemble_sequence
+from .splits import SplitPlan, SplitRules, assemble_sequence
 
 # %% auto #0
 __all__ = ['SINUSOID_MEANS', 'SINUSOID_SDS', 'FASHION_MNIST_DIR', 'FASHION_MNIST_CLASSES', 'IDX_FILES', 'TFDS_NAMES',
@@ -35,7 +35,7 @@ def make_iris2d(seed: int = 1337) -> tuple[TaskSequence, dict]:
     from sklearn.datasets import load_iris
     iris = load_iris()
     return assemble_sequence("cisplit2diris", iris.data[:, 2:4], iris.target, [[0], [1], [2]],
-                             class_names=tuple(iris.target_names), incremental="class", seed=seed)
+                             rules=SplitRules("class", tuple(iris.target_names), seed=seed))
 
 # %% ../../nbs/data/12_sources.ipynb #1d3927c3
 SINUSOID_MEANS = np.array([
@@ -129,8 +129,8 @@ def _images_sequence(name, images, labels, test_images, test_labels, class_names
         "domain": (_PAIRS, _EVEN_ODD, ("even", "odd")),
         "pretraining": ([list(range(10))], None, class_names)}[kind]
     test = None if test_images is None else (test_images, test_labels)
-    return assemble_sequence(name, images, labels, class_split, label_map, test=test, incremental=kind,
-                             class_names=names, seed=seed, input_divisor=255)
+    return assemble_sequence(name, images, labels, class_split, label_map, test=test,
+                             rules=SplitRules(kind, names, seed=seed, input_divisor=255))
 
 def make_fashion_mnist(kind: str = "class", source_dir: str | os.PathLike | None = None,
                        seed: int = 1337) -> tuple[TaskSequence, dict]:
@@ -222,17 +222,18 @@ def make_tfds_sequence(name: str, source_dir: str | os.PathLike | None = None, s
     dataset = {"cisplitcifar10": "cifar10", "displitcifar8": "cifar10", "emnistletters": "emnist/letters",
                "cifar100": "cifar100"}[name]
     (train_x, train_y), (test_x, test_y) = read_tfds(dataset, "train", source_dir), read_tfds(dataset, "test", source_dir)
-    common = dict(test=(test_x, test_y), seed=seed, input_divisor=255)
+    test = (test_x, test_y)
+    def rules(incremental, class_names):
+        return SplitRules(incremental, class_names, seed=seed, input_divisor=255)
     if name == "cisplitcifar10":
-        return assemble_sequence(name, train_x, train_y, _PAIRS, class_names=CIFAR10_CLASSES, incremental="class", **common)
+        return assemble_sequence(name, train_x, train_y, _PAIRS, test=test, rules=rules("class", CIFAR10_CLASSES))
     if name == "displitcifar8":  # (airplane, cat), (automobile, deer), (ship, dog), (truck, horse)
         pairs = [[0, 3], [1, 4], [8, 5], [9, 7]]
         vehicle_animal = {c: i for pair in pairs for i, c in enumerate(pair)}
-        return assemble_sequence(name, train_x, train_y, pairs, vehicle_animal, class_names=("vehicle", "animal"),
-                                 incremental="domain", **common)
+        return assemble_sequence(name, train_x, train_y, pairs, vehicle_animal, test=test,
+                                 rules=rules("domain", ("vehicle", "animal")))
     if name == "emnistletters":  # labels 1..26 → 0..25; any other label (absent in the real data) is dropped
-        common["test"] = (test_x, test_y - 1)
-        return assemble_sequence(name, train_x, train_y - 1, [list(range(26))], class_names=EMNIST_LETTERS,
-                                 incremental="pretraining", **common)
-    return assemble_sequence(name, train_x, train_y, [list(range(100))], class_names=CIFAR100_CLASSES,
-                             incremental="pretraining", **common)
+        return assemble_sequence(name, train_x, train_y - 1, [list(range(26))], test=(test_x, test_y - 1),
+                                 rules=rules("pretraining", EMNIST_LETTERS))
+    return assemble_sequence(name, train_x, train_y, [list(range(100))], test=test,
+                             rules=rules("pretraining", CIFAR100_CLASSES))

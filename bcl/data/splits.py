@@ -5,7 +5,7 @@
 # %% ../../nbs/data/10_splits.ipynb #816a5666
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from .. import core
 from ..core import Split, Task, TaskSequence
 
 # %% auto #0
-__all__ = ['stratified_split', 'class_positions', 'SplitPlan', 'plan_splits', 'assemble_sequence', 'make_sequence',
+__all__ = ['stratified_split', 'class_positions', 'SplitPlan', 'plan_splits', 'SplitRules', 'assemble_sequence', 'make_sequence',
            'validate_sequence']
 
 # %% ../../nbs/data/10_splits.ipynb #53570b2c
@@ -142,12 +142,36 @@ def _gather_splits(name: str, plan, sources: dict, class_split, mapping: dict, i
             counts[split_name].append(_counts(original))
     return splits, counts
 
+class SplitRules(NamedTuple):
+    """What a dataset states beyond its arrays and its classes per task: the scenario, the names of its output labels,
+    and how its examples are scaled and split (the reference's defaults)."""
+    incremental: str | None = None  # "class", "domain", "task" or "pretraining"; None: inferred (see above)
+    class_names: Sequence[str] = ()  # one name per output label
+    stratify: Any = None  # the groups each split is stratified on (default: the labels)
+    test_size: float = 0.2  # the fraction held out as the test split when there is no official test set
+    validation_size: float = 0.2  # the fraction of the training pool held out for validation
+    seed: int = 1337  # scikit-learn's random_state, the reference's
+    input_divisor: float = 1.0  # inputs are divided by it (255 for 8-bit images)
+
+def _check_rules(rules, unknown: dict, caller: str) -> SplitRules:
+    "`rules` when it is a `SplitRules` and nothing else was passed by keyword; else an error that says where it goes."
+    if unknown:
+        fields = [k for k in unknown if k in SplitRules._fields]
+        where = (f"; pass rules=SplitRules({', '.join(f'{k}=...' for k in fields)})" if fields else
+                 f"; the split rules are {', '.join(SplitRules._fields)}, passed as rules=SplitRules(...)")
+        raise TypeError(f"{caller} got unexpected keyword arguments {sorted(unknown)}{where} "
+                        "(bcl.data.splits.SplitRules).")
+    if not isinstance(rules, SplitRules):
+        raise ValueError(f"rules must be a bcl.data.splits.SplitRules, got {type(rules).__name__}; e.g. "
+                         "SplitRules(class_names=('cat', 'dog'), input_divisor=255).")
+    return rules
+
 def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_map: Mapping | None = None, *,
-                      test=None, incremental: str | None = None, class_names: Sequence[str] = (),
-                      stratify=None, test_size: float = 0.2, validation_size: float = 0.2, seed: int = 1337,
-                      input_divisor: float = 1.0) -> tuple[TaskSequence, dict]:
+                      test=None, rules: SplitRules = SplitRules(), **unknown) -> tuple[TaskSequence, dict]:
     """`make_sequence`, also returning a record of the split indices and class counts (what the cache manifest
-    stores). 13 parameters, those of `make_sequence`."""
+    stores)."""
+    rules = _check_rules(rules, unknown, "assemble_sequence")
+    incremental, class_names, input_divisor = rules.incremental, rules.class_names, rules.input_divisor
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string (it names the sequence and its cache), got {name!r}.")
     _check_inputs("xs", xs)
@@ -175,8 +199,8 @@ def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_
         raise ValueError(f"class_names names {len(class_names)} labels but the sequence has {n_labels} "
                          f"({likelihood} with {n_outputs} outputs).")
     test_xs, test_ys = (xs, ys) if test is None else (test[0], np.asarray(test[1]))
-    plan = plan_splits(ys, class_split, None if test is None else test_ys, stratify=stratify,
-                       test_size=test_size, validation_size=validation_size, seed=seed)
+    plan = plan_splits(ys, class_split, None if test is None else test_ys, stratify=rules.stratify,
+                       test_size=rules.test_size, validation_size=rules.validation_size, seed=rules.seed)
     if plan.test_source == "pool":
         test_xs, test_ys = xs, ys
     sources = {"train": (xs, ys), "validation": (xs, ys), "test": (test_xs, test_ys)}
@@ -192,16 +216,12 @@ def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_
     return sequence, record
 
 def make_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_map: Mapping | None = None, *,
-                  test=None, incremental: str | None = None, class_names: Sequence[str] = (), stratify=None,
-                  test_size: float = 0.2, validation_size: float = 0.2, seed: int = 1337,
-                  input_divisor: float = 1.0) -> TaskSequence:
-    """A `TaskSequence` from arrays `xs`, integer labels `ys` and a class list per task (see the rules above).
-    13 parameters: the data and its task split (name, xs, ys, class_split, label_map, test) and the split rules a
-    dataset states (incremental, class_names, stratify, test_size, validation_size, seed, input_divisor), each an
-    independent fact of the dataset; all but the first five are keyword-only with the authors' defaults."""
-    return assemble_sequence(name, xs, ys, class_split, label_map, test=test, incremental=incremental,
-                             class_names=class_names, stratify=stratify, test_size=test_size,
-                             validation_size=validation_size, seed=seed, input_divisor=input_divisor)[0]
+                  test=None, rules: SplitRules = SplitRules(), **unknown) -> TaskSequence:
+    """A `TaskSequence` from arrays `xs`, integer labels `ys` and a class list per task (see the rules above): the data
+    and its task split (name, xs, ys, class_split, label_map, test), and the `SplitRules` the dataset states."""
+    rules = _check_rules(rules, unknown, "make_sequence")
+    return assemble_sequence(name, xs, ys, class_split, label_map, test=test, rules=rules)[0]
+
 
 # %% ../../nbs/data/10_splits.ipynb #2b0bbe19
 def validate_sequence(sequence: TaskSequence) -> None:

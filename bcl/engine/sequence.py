@@ -30,8 +30,8 @@ from .train import (Method, MethodState, make_task_and_end_program, output_units
 # %% auto #0
 __all__ = ['SPLITS', 'METRICS', 'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence',
            'DataProblem', 'data_problems', 'check_data', 'in_chunks', 'predict_in_chunks', 'SequenceResult',
-           'seed_mesh', 'on_seed_mesh', 'check_task_keys', 'train_sequence', 'select_by_validation', 'result_table',
-           'save_table']
+           'seed_mesh', 'on_seed_mesh', 'check_task_keys', 'TrainOptions', 'train_sequence', 'select_by_validation',
+           'result_table', 'save_table']
 
 # %% ../../nbs/engine/23_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -321,6 +321,15 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
         epoch_bar.close()
     return state, np.asarray(losses), jax.tree.map(np.asarray, aux), compile_s, run_s
 
+class TrainOptions(NamedTuple):
+    "How `train_sequence` resumes, checks, evaluates, compiles, keys and places a run; the defaults suit every common call."
+    restart: bool = False  # discard an existing checkpoint and start from task 1
+    check_finite: bool = True  # stop with a clear error when a loss turns NaN/inf
+    eval_chunk: int = 4096  # test points per chunk of the evaluation
+    fast_compile: bool | None = None  # lower XLA optimisation for large programs (None: decide)
+    task_keys: TaskKeys = "fresh"  # "fresh": new keys per task; "reused": the seed's keys for all (authors' code)
+    shard_seeds: bool = True  # split the seeds over JAX's devices when it sees several (`seed_mesh`)
+
 def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.svi`, or your own `Method`)
                    sequence: TaskSequence,  # the tasks, trained in order
                    hyper: dict,  # {"learning_rate": ...}: scalars, or 1-D arrays of one length G (`hyper_grid`), vmapped
@@ -329,20 +338,17 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
                    checkpoint: str | os.PathLike | None = None,  # file to resume from and save to after every task
                    progress: bool = True,  # progress bars over tasks and epochs
                    after_task: Callable | Sequence[Callable] | None = None,  # after_task(t, result of tasks 1..t); or a list (loggers)
-                   eval_chunk: int = 4096,  # test points per chunk of the evaluation
-                   check_finite: bool = True,  # stop with a clear error when a loss turns NaN/inf
-                   fast_compile: bool | None = None,  # lower XLA optimisation for large programs (None: decide)
-                   restart: bool = False,  # discard an existing `checkpoint` and start from task 1
-                   task_keys: TaskKeys = "fresh",  # "fresh": new keys per task; "reused": the seed's keys for all (authors' code)
-                   shard_seeds: bool = True,  # split the seeds over JAX's devices when it sees several (`seed_mesh`)
+                   options: TrainOptions = TrainOptions(),  # restart, check_finite, eval_chunk, fast_compile, task_keys, shard_seeds
                   ) -> SequenceResult:
-    """Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed.
-    13 parameters, each explained beside it: what to train on which tasks, grid and seeds, then keyword-only how
-    the run is kept (checkpoint, restart), watched (progress, after_task, check_finite), evaluated, compiled, keyed
-    and spread over devices."""
+    """Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed: what to train
+    on which tasks, grid and seeds; where it is kept (`checkpoint`); how it is watched (`progress`, `after_task`); and
+    `options`, how it is resumed, checked, evaluated, compiled, keyed and spread over devices."""
     check_sequence(method, sequence)
     check_data(method, sequence)  # every setting against the data, before anything is compiled
-    task_keys = check_task_keys(task_keys)
+    if not isinstance(options, TrainOptions):
+        raise ValueError(f"options must be a bcl.engine.sequence.TrainOptions, got {type(options).__name__}; e.g. "
+                         "TrainOptions(restart=True).")
+    task_keys = check_task_keys(options.task_keys)
     hyper = _as_grid(hyper)
     configs = hyper_configs(hyper)
     seeds = _check_seeds(seeds)
@@ -354,7 +360,7 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
     init_keys = jax.vmap(lambda k: named_keys(k, "init")["init"])(seed_keys)
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
-    options = fast_compile_options(tree_size(state.params) // (G * S), fast_compile,  # per configuration and seed
+    compile_options = fast_compile_options(tree_size(state.params) // (G * S), options.fast_compile,  # per configuration and seed
                                    method.training.draws_per_step)
     hooks = [] if after_task is None else list(after_task) if isinstance(after_task, (list, tuple)) else [after_task]
     last_aux = None
@@ -362,12 +368,12 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
     record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
     fingerprint = run_fingerprint(method, sequence, hyper, seeds, task_keys) if checkpoint is not None else None
     untrained = state
-    state, done = (state, 0) if checkpoint is None else _resume(checkpoint, restart, state, record, fingerprint, T)
+    state, done = (state, 0) if checkpoint is None else _resume(checkpoint, options.restart, state, record, fingerprint, T)
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
-    mesh = seed_mesh(S) if shard_seeds else None
+    mesh = seed_mesh(S) if options.shard_seeds else None
     # the untrained model on every task: the reference of forward transfer (`bcl.metrics.forward_transfer`)
-    initial = _evaluate(method, sequence, untrained, predict_keys, eval_chunk, timings, options, mesh)
+    initial = _evaluate(method, sequence, untrained, predict_keys, options.eval_chunk, timings, compile_options, mesh)
 
     def result(tasks_done):
         metrics = {k: v for k, v in record.items() if k != "losses"}
@@ -382,17 +388,17 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
         for t in bar:
             args = _task_arguments(method, sequence, t, seed_keys, state, jhyper, rows_per_task, task_keys)
             args = (on_seed_mesh(args[0], mesh), on_seed_mesh(args[1], mesh, axis=1), *args[2:])  # keys (S, 2), state (G, S, ...)
-            state_after, losses, last_aux, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, options, progress)
+            state_after, losses, last_aux, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, compile_options, progress)
             timings["compile_s"] += compile_s
             timings["run_s"] += run_s
-            if check_finite and not np.isfinite(losses).all():
+            if options.check_finite and not np.isfinite(losses).all():
                 raise FloatingPointError(_first_nonfinite(losses, method, t, configs, seeds))
             state = state_after
-            if check_finite and not _all_finite(state):
+            if options.check_finite and not _all_finite(state):
                 raise FloatingPointError(f"Method {method.name!r}: the state became non-finite in end_task of task {t}; "
                                          "the checkpoint of the last finished task was kept.")
             record["losses"][t - 1] = losses
-            for name, values in _evaluate(method, sequence, state, predict_keys, eval_chunk, timings, options,
+            for name, values in _evaluate(method, sequence, state, predict_keys, options.eval_chunk, timings, compile_options,
                                             mesh).items():
                 record[name][:, :, t - 1, :] = values
             if checkpoint is not None:

@@ -121,7 +121,7 @@ def _predict_grid(method: Method, state, predict_keys, grid_xs, compiler_options
 def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compile) -> MethodRun:
     from bcl.core import tree_size
     from bcl.engine.compilation import fast_compile_options
-    from bcl.engine.sequence import hyper_configs, select_by_validation, train_sequence
+    from bcl.engine.sequence import TrainOptions, hyper_configs, select_by_validation, train_sequence
     seed_keys = jnp.stack([jax.random.key(s) for s in seeds])
     predict_keys = jax.vmap(lambda k: named_keys(k, "predict")["predict"])(seed_keys)
     grids, grid_seconds = [], [0.0]
@@ -134,7 +134,7 @@ def _run_engine(spec: MethodSpec, sequence, seeds, grid_xs, progress, fast_compi
         grid_seconds[0] += seconds
 
     result = train_sequence(spec.method, sequence, spec.hyper, seeds, progress=progress, after_task=after_task,
-                            fast_compile=fast_compile)
+                            options=TrainOptions(fast_compile=fast_compile))
     chosen = select_by_validation(result)
     accuracy = np.stack([result.metrics["test/accuracy"][g, s] for s, g in enumerate(chosen)])
     grid_probs = np.stack([probs[chosen[0], 0] for probs in grids])

@@ -26,7 +26,7 @@ from bcl.methods.map import l2_penalty, map_predict
 from bcl.models import register_model
 from bcl.paper import SequenceSetup, register_method
 from bcl.engine.sequence import hyper_grid
-from bcl.data.splits import make_sequence
+from bcl.data.splits import SplitRules, make_sequence
 from bcl.table.plan import register_column
 from bcl.engine.train import Method, MethodState, Training, nll_sum
 
@@ -40,7 +40,7 @@ def di_split_cancer(seed: int):
     tertile = np.digitize(texture, np.quantile(texture, [1 / 3, 2 / 3]))
     classes = 2 * tertile + data.target  # one class per (task, diagnosis), mapped back to the diagnosis
     return make_sequence("displitcancer", xs, classes, [[0, 1], [2, 3], [4, 5]], {c: c % 2 for c in range(6)},
-                         class_names=tuple(data.target_names), seed=seed)
+                         rules=SplitRules(class_names=tuple(data.target_names), seed=seed))
 
 
 class TabularTail(nn.Module):

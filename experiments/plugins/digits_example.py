@@ -23,7 +23,7 @@ import numpy as np
 from bcl.data.sequences import register_sequence
 from bcl.paper import SequenceSetup, Setup, register_setup
 from bcl.table.plan import register_column
-from bcl.data.splits import make_sequence
+from bcl.data.splits import SplitRules, make_sequence
 
 
 PER_DIGIT = 150  # images of each digit kept: its 64 % train, 16 % validation and 20 % test are whole numbers
@@ -37,7 +37,8 @@ def ci_split_digits(seed: int):
     keep = np.sort(np.concatenate([rng.choice(np.flatnonzero(data.target == d), PER_DIGIT, replace=False)
                                    for d in range(10)]))
     return make_sequence("cisplitdigits", (data.data[keep] / 16.0).astype(np.float32), data.target[keep],
-                         [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]], class_names=tuple(map(str, range(10))), seed=seed)
+                         [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]],
+                         rules=SplitRules(class_names=tuple(map(str, range(10))), seed=seed))
 
 
 register_sequence("cisplitdigits", ci_split_digits, replace=True, source="scikit-learn load_digits",
