@@ -157,7 +157,7 @@ PAPER_GRIDS = {"lambdas": EWC_LAMBDAS, "xis": SI_XIS}  # EWC's and SI's grids (E
 
 def make_method(name: str, model, likelihood: str, settings: dict) -> tuple[Method, dict]:
     "(method, grid) of method `name` on `model` from its flat `settings` (`method_settings`)."
-    from bcl.methods.map import map_suite
+    from bcl.methods.map import MapSettings, map_suite
     from bcl.vi.svi import svi
     name = method_name(name)
     if name in EXTRA_METHODS:
@@ -170,7 +170,7 @@ def make_method(name: str, model, likelihood: str, settings: dict) -> tuple[Meth
         return built
     settings_of(name)  # hmc: a clear error
     if METHOD_INFO[name].kind is Kind.MAP:
-        return map_suite(model, likelihood, **(PAPER_GRIDS | settings))[name]
+        return map_suite(model, likelihood, MapSettings(**(PAPER_GRIDS | settings)))[name]
     rest = dict(settings)
     hyper = {"learning_rate": rest.pop("learning_rate")}
     return svi(model, likelihood, **svi_parts(name, rest)), hyper

@@ -25,10 +25,10 @@ def _seq():
 def _map_method(**kw):
     from bcl.models import make_model
     from bcl.factory import PAPER_GRIDS
-    from bcl.methods.map import map_suite
+    from bcl.methods.map import MapSettings, map_suite
     model = make_model("linear", 2, (2,))
     settings = dict(learning_rate=0.1, batch_size=4, er_batch=2, coreset_size=2, epochs=1) | kw
-    return map_suite(model, "softmax", **PAPER_GRIDS, **settings)
+    return map_suite(model, "softmax", MapSettings(**PAPER_GRIDS, **settings))
 
 
 def _train(method_name="finetuning", sequence=None, hyper=None, method=None, **kw):
@@ -192,9 +192,9 @@ CASES = [
 def _map_method_likelihood(likelihood):
     from bcl.models import make_model
     from bcl.factory import PAPER_GRIDS
-    from bcl.methods.map import map_suite
-    return map_suite(make_model("linear", 2, (2,)), likelihood, learning_rate=0.1, batch_size=4, er_batch=2,
-                     coreset_size=2, epochs=1, **PAPER_GRIDS)
+    from bcl.methods.map import MapSettings, map_suite
+    settings = MapSettings(learning_rate=0.1, batch_size=4, er_batch=2, coreset_size=2, epochs=1, **PAPER_GRIDS)
+    return map_suite(make_model("linear", 2, (2,)), likelihood, settings)
 
 
 def _param(case):

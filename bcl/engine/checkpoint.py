@@ -48,8 +48,9 @@ def _key_paths(tree) -> dict[str, tuple]:
     return {jax.tree_util.keystr(path): [int(d) for d in np.shape(leaf)] for path, leaf in flat}
 
 def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: Sequence[int],
-                    task_keys: str = "fresh") -> dict:
-    "The parts a checkpoint must agree on to be resumed: method, its settings, model, data, seeds, grid, training, code."
+                    task_keys: str = "fresh", program: str = "task") -> dict:
+    """The parts a checkpoint must agree on to be resumed: method, its settings, model, data, seeds, grid, training
+    (with the key schedule and, when it is not one program per task, what a compiled program runs), code."""
     model = method.model
     shapes = jax.eval_shape(model.init, jax.random.key(0))
     data = {"name": sequence.name, "likelihood": sequence.likelihood, "n_outputs": int(sequence.n_outputs),
@@ -71,7 +72,7 @@ def run_fingerprint(method: Method, sequence: TaskSequence, hyper: dict, seeds: 
             "seeds": [int(s) for s in seeds],
             "grid": {k: np.asarray(v).tolist() for k, v in sorted(hyper.items())},
             "training": {"epochs": int(method.training.epochs), "batch_size": int(method.training.batch_size),
-                         "task_keys": task_keys,
+                         "task_keys": task_keys, **({"program": program} if program != "task" else {}),
                          # a matched run (data_scale != 1) never resumes another; others keep their fingerprint
                          **({"data_scale": float(method.training.data_scale)}
                             if method.training.data_scale != 1.0 else {}),

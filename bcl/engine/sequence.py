@@ -20,18 +20,18 @@ from tqdm.auto import tqdm
 
 from .compilation import PROGRAMS, _predict_program, fast_compile_options, fitting_chunk
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
-from ..core import TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
+from ..core import Split, TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
 from ..metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
                          forward_transfer, mean_nll)
 from .heads import TaskHeads, given_task, method_likelihood
-from .train import (Method, MethodState, make_task_and_end_program, output_units, task_split,
-                              vmap_program)
+from .train import (Batch, Method, MethodState, TaskInfo, epoch_plan, make_task_and_end_program, n_batches,
+                              onecycle_adam, output_units, task_split, task_update, vmap_program)
 
 # %% auto #0
-__all__ = ['SPLITS', 'METRICS', 'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs', 'check_sequence',
-           'DataProblem', 'data_problems', 'check_data', 'in_chunks', 'predict_in_chunks', 'SequenceResult',
-           'seed_mesh', 'on_seed_mesh', 'check_task_keys', 'TrainOptions', 'train_sequence', 'select_by_validation',
-           'result_table', 'save_table']
+__all__ = ['SPLITS', 'METRICS', 'Program', 'PROGRAM_KINDS', 'TaskKeys', 'TASK_KEYS', 'SUMMARIES', 'hyper_grid', 'hyper_configs',
+           'check_sequence', 'DataProblem', 'data_problems', 'check_data', 'in_chunks', 'predict_in_chunks',
+           'SequenceResult', 'seed_mesh', 'on_seed_mesh', 'check_task_keys', 'TrainOptions', 'train_sequence',
+           'select_by_validation', 'result_table', 'save_table']
 
 # %% ../../nbs/engine/23_sequence.ipynb #b9561eb2
 def hyper_grid(**axes) -> dict[str, np.ndarray]:
@@ -281,6 +281,9 @@ def _resume(checkpoint, restart: bool, state, record: dict, fingerprint: dict, T
     record.update(stored)
     return state, done
 
+Program = Literal["task", "step"]  # what one compiled program runs (`TrainOptions.program`)
+PROGRAM_KINDS: tuple[Program, ...] = ("task", "step")
+
 TaskKeys = Literal["fresh", "reused"]  # the key schedule over tasks (`train_sequence`'s `task_keys`)
 TASK_KEYS: tuple[TaskKeys, ...] = ("fresh", "reused")
 
@@ -321,6 +324,55 @@ def _run_task(method: Method, t: int, args: tuple, padded: bool, options: dict, 
         epoch_bar.close()
     return state, np.asarray(losses), jax.tree.map(np.asarray, aux), compile_s, run_s
 
+def _run_task_by_step(method: Method, t: int, args: tuple, progress: bool):
+    """Train task `t` and end it with one compiled program per optimiser step and a Python loop over steps, grid
+    configurations and seeds, on the parameter tree: (state, losses, aux), compile and run seconds. The keys, batches
+    and optimiser are those of the per-task program (`epoch_plan`, `task_update`)."""
+    keys, state, hyper, xs, ys, index = args
+    xs, ys = jnp.asarray(xs), jnp.asarray(ys)
+    n, batch_size, epochs = len(ys), method.training.batch_size, method.training.epochs
+    nb = n_batches(n, batch_size)
+    task = TaskInfo(index, n, nb, method.training.data_scale)
+    G, S = len(next(iter(hyper.values()))), keys.shape[0]
+    timings = [0.0, 0.0]  # compile (the first step, and the first end of a task), run
+    rows_out = []
+    for g in range(G):
+        grid_point = {name: values[g] for name, values in hyper.items()}
+        optimiser = (method.training.optimiser or onecycle_adam)(grid_point["learning_rate"], epochs * nb)
+        update = task_update(method, grid_point, task, optimiser)  # the engine's step, on the parameter tree
+
+        @jax.jit
+        def step(params, memory, opt_state, xs, ys, rows, mask, step_key):
+            return update(params, memory, opt_state, step_key, Batch(xs[rows], ys[rows], mask))
+
+        end = jax.jit(lambda key, state: method.end_task(key, state, Split(xs, ys), grid_point, task))
+        seeds_out = []
+        for s in range(S):
+            plan = jax.jit(lambda epoch, key=keys[s, 0]: epoch_plan(key, epoch, n, batch_size, nb))
+            one = jax.tree.map(lambda leaf: leaf[g, s], state)
+            params, memory, opt_state = one.params, one.memory, optimiser.init(one.params)
+            losses, auxes = [], []
+            bar = tqdm(range(epochs), desc=f"task {t}", unit="epoch", leave=False, disable=not progress)
+            for epoch in bar:
+                rows, mask, step_keys = plan(jnp.int32(epoch))
+                epoch_losses, epoch_aux = [], []
+                for b in range(nb):
+                    start = time.perf_counter()
+                    params, memory, opt_state, loss, aux = step(params, memory, opt_state, xs, ys, rows[b], mask[b],
+                                                                step_keys[b])
+                    timings[0 if g == s == epoch == b == 0 else 1] += time.perf_counter() - start
+                    epoch_losses.append(loss)
+                    epoch_aux.append(aux)
+                losses.append(jnp.mean(jnp.stack(epoch_losses)))
+                auxes.append(jax.tree.map(lambda *a: jnp.mean(jnp.stack(a)), *epoch_aux))
+            start = time.perf_counter()
+            ended = jax.block_until_ready(end(keys[s, 1], MethodState(params, memory)))
+            timings[0 if g == s == 0 else 1] += time.perf_counter() - start
+            seeds_out.append((ended, jnp.stack(losses), jax.tree.map(lambda *a: jnp.stack(a), *auxes)))
+        rows_out.append(jax.tree.map(lambda *a: jnp.stack(a), *seeds_out))
+    state, losses, aux = jax.tree.map(lambda *a: jnp.stack(a), *rows_out)
+    return state, np.asarray(losses), jax.tree.map(np.asarray, aux), *timings
+
 class TrainOptions(NamedTuple):
     "How `train_sequence` resumes, checks, evaluates, compiles, keys and places a run; the defaults suit every common call."
     restart: bool = False  # discard an existing checkpoint and start from task 1
@@ -329,6 +381,7 @@ class TrainOptions(NamedTuple):
     fast_compile: bool | None = None  # lower XLA optimisation for large programs (None: decide)
     task_keys: TaskKeys = "fresh"  # "fresh": new keys per task; "reused": the seed's keys for all (authors' code)
     shard_seeds: bool = True  # split the seeds over JAX's devices when it sees several (`seed_mesh`)
+    program: Program = "task"  # "task": one compiled program per task; "step": one per optimiser step (see above)
 
 def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.svi`, or your own `Method`)
                    sequence: TaskSequence,  # the tasks, trained in order
@@ -349,6 +402,11 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
         raise ValueError(f"options must be a bcl.engine.sequence.TrainOptions, got {type(options).__name__}; e.g. "
                          "TrainOptions(restart=True).")
     task_keys = check_task_keys(options.task_keys)
+    program = check_choice("program", options.program, PROGRAM_KINDS, " ('task': one compiled program per task; 'step': one per "
+                           "optimiser step, for networks whose gradient runs slowly inside a loop)")
+    if program == "step" and method.training.pad_tasks:
+        raise ValueError(f"Method {method.name!r} trains all tasks with one padded program (pad_tasks); it runs only "
+                         "with TrainOptions(program='task').")
     hyper = _as_grid(hyper)
     configs = hyper_configs(hyper)
     seeds = _check_seeds(seeds)
@@ -366,7 +424,8 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
     last_aux = None
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
     record["losses"] = np.full((T, G, S, method.training.epochs), np.nan)
-    fingerprint = run_fingerprint(method, sequence, hyper, seeds, task_keys) if checkpoint is not None else None
+    fingerprint = (run_fingerprint(method, sequence, hyper, seeds, task_keys, program)
+                   if checkpoint is not None else None)
     untrained = state
     state, done = (state, 0) if checkpoint is None else _resume(checkpoint, options.restart, state, record, fingerprint, T)
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
@@ -388,7 +447,11 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
         for t in bar:
             args = _task_arguments(method, sequence, t, seed_keys, state, jhyper, rows_per_task, task_keys)
             args = (on_seed_mesh(args[0], mesh), on_seed_mesh(args[1], mesh, axis=1), *args[2:])  # keys (S, 2), state (G, S, ...)
-            state_after, losses, last_aux, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None, compile_options, progress)
+            if program == "step":
+                state_after, losses, last_aux, compile_s, run_s = _run_task_by_step(method, t, args, progress)
+            else:
+                state_after, losses, last_aux, compile_s, run_s = _run_task(method, t, args, rows_per_task is not None,
+                                                                            compile_options, progress)
             timings["compile_s"] += compile_s
             timings["run_s"] += run_s
             if options.check_finite and not np.isfinite(losses).all():

@@ -17,22 +17,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tqdm.auto import tqdm
 
 from .. import core
 
-from ..core import Split, Task, TaskSequence, atomic_write_bytes, atomic_write_json, check_positive, named_keys
+from ..core import Split, Task, TaskSequence, atomic_write_bytes, atomic_write_json, check_positive, tree_index
 from ..cache import check_manifest, json_clean, read_manifest, sha256_bytes, warn_rebuild, write_npy
 from ..data.sequences import load_sequence, sequence_folder
 from ..methods.map import finetuning
 from ..models import Model, make_model
-from ..engine.sequence import in_chunks
-from ..engine.train import Batch, Method, TaskInfo, epoch_plan, n_batches, onecycle_adam, task_split, task_update
+from ..engine.sequence import TrainOptions, in_chunks, train_sequence
 
 # %% auto #0
 __all__ = ['PRETRAINING', 'PRETRAINING_INPUT_SHAPES', 'FEATURE_BOUNDS', 'FEATURE_CACHE_FORMAT', 'Pretraining',
-           'pretraining_settings', 'class_weights', 'train_stepwise', 'subsample_sequence', 'pretrain',
-           'extract_features', 'features_dir', 'data_fingerprint', 'load_extractor', 'feature_sequence']
+           'pretraining_settings', 'class_weights', 'subsample_sequence', 'pretrain', 'extract_features',
+           'features_dir', 'data_fingerprint', 'load_extractor', 'feature_sequence']
 
 # %% ../../nbs/extractor/42_features.ipynb #ac4fcfd6
 class Pretraining(NamedTuple):
@@ -86,43 +84,6 @@ def class_weights(ys, n_classes: int) -> np.ndarray:
                          f"m/n_c is undefined; counts are {counts.tolist()}.")
     return (counts.min() / counts).astype(np.float32)
 
-# %% ../../nbs/extractor/42_features.ipynb #89ccda46
-def train_stepwise(method: Method, sequence: TaskSequence, learning_rate: float, seed: int, t: int = 1,
-                   progress: bool = False) -> tuple[Any, np.ndarray]:
-    """Train task `t` of `sequence` from `method.init` as `train_sequence` does for seed `seed` (same keys, batches,
-    optimiser: `bcl.engine.train`'s `epoch_plan` and `task_update`), one compiled step at a time: (params, per-epoch mean
-    losses)."""
-    seed_key = jax.random.key(seed)
-    state = method.init(named_keys(seed_key, "init")["init"], sequence)
-    key = named_keys(jax.random.fold_in(seed_key, t), "train", "end_task")["train"]
-    split = task_split(method, sequence, t)
-    xs, ys = jnp.asarray(split.xs, jnp.float32), jnp.asarray(split.ys, jnp.int32)
-    n, batch_size = len(split.ys), method.training.batch_size
-    nb = n_batches(n, batch_size)
-    hyper = {"learning_rate": jnp.float32(learning_rate)}
-    task = TaskInfo(jnp.int32(t), n, nb, method.training.data_scale)
-    optimiser = onecycle_adam(hyper["learning_rate"], method.training.epochs * nb)
-    update = task_update(method, hyper, task, optimiser)  # the engine's step, on the parameter tree
-    plan = jax.jit(lambda epoch: epoch_plan(key, epoch, n, batch_size, nb))
-
-    @jax.jit
-    def step(params, memory, opt_state, xs, ys, rows, mask, step_key):
-        return update(params, memory, opt_state, step_key, Batch(xs[rows], ys[rows], mask))[:4]
-
-    params, memory, opt_state = state.params, state.memory, optimiser.init(state.params)
-    losses = []
-    for epoch in tqdm(range(method.training.epochs), desc=f"{method.name} on {sequence.name}", disable=not progress):
-        rows, mask, step_keys = plan(jnp.int32(epoch))
-        epoch_losses = []
-        for b in range(nb):
-            params, memory, opt_state, loss = step(params, memory, opt_state, xs, ys, rows[b], mask[b], step_keys[b])
-            epoch_losses.append(loss)
-        losses.append(float(jnp.mean(jnp.stack(epoch_losses))))
-        if not np.isfinite(losses[-1]):
-            raise FloatingPointError(f"Pre-training {method.name!r} on {sequence.name!r}: the loss became non-finite "
-                                     f"in epoch {epoch + 1}; lower the learning rate.")
-    return params, np.asarray(losses)
-
 # %% ../../nbs/extractor/42_features.ipynb #26eded6b
 def _chunked(fn, params, xs, chunk: int) -> np.ndarray:
     "`fn(params, block)` over `chunk`-row blocks of `xs`, one compiled program (`bcl.engine.sequence.in_chunks`)."
@@ -156,7 +117,9 @@ def pretrain(settings: Pretraining, data_dir: str | os.PathLike | None = None, p
     weights = class_weights(sequence.tasks[0].train.ys, sequence.n_outputs) if settings.class_weighted else None
     method = finetuning(model, "softmax", batch_size=settings.batch_size, epochs=settings.epochs,
                         precision=settings.precision, class_weights=weights)
-    params, losses = train_stepwise(method, sequence, settings.learning_rate, settings.seed, progress=progress)
+    result = train_sequence(method, sequence, {"learning_rate": settings.learning_rate}, seeds=(settings.seed,),
+                            progress=progress, options=TrainOptions(program="step"))
+    params, losses = tree_index(tree_index(result.state.params, 0), 0), result.losses[0, 0, 0]
     train_s = time.perf_counter() - start
     task = sequence.tasks[0]
     accuracy = {name: float(np.mean(np.argmax(_chunked(model.apply, params, split.xs, chunk), -1) == split.ys))

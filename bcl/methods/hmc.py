@@ -33,10 +33,10 @@ from ..provenance import canonical_json, code_version
 __all__ = ['PREDICT_CHUNK', 'RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior',
            'joint_log_density', 'split_rhat', 'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain',
            'HMCInfo', 'HMCResult', 'vectorised_chains', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices',
-           'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy', 'rank_normalise',
-           'rank_rhat', 'bulk_ess', 'rank_diagnostics', 'predictive_draws', 'predictive_convergence',
+           'HMCSettings', 'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy',
+           'rank_normalise', 'rank_rhat', 'bulk_ess', 'rank_diagnostics', 'predictive_draws', 'predictive_convergence',
            'convergence_summary', 'hmc_task_fingerprint', 'stored_task_path', 'save_task_result', 'load_task_result',
-           'HMCTaskResult', 'HMCSettings', 'run_hmc_sequence', 'sequence_test_accuracies']
+           'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
 
 # %% ../../nbs/methods/41_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -276,22 +276,42 @@ def _check_initial(log_density, initial_positions, data) -> None:
                          f"(values {values[bad[:3]].tolist()}); check the data for NaN/inf, the precision and the "
                          "initial positions.")
 
-def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, data=None, num_warmup: int = 1000,
-               num_samples: int = 100, max_num_doublings: int = 10, target_acceptance_rate: float = 0.8,
-               devices: Sequence | None = None, vectorise_chains: bool | None = None, keep_trace: bool = False,
+class HMCSettings(NamedTuple):
+    """How the joint posterior is sampled, with the paper's values as defaults (Appendix A: 64 chains, 1000 warm-up
+    steps, 100 after): the prior precision α, the chains and `hmc_sample`'s NUTS settings; `fold_in_task`: each
+    task's chains get a key of their own; `pad`: zero-pad every task's data to all tasks' size, so that one program
+    serves them all (None: pad when all tasks together hold at most `PAD_MAX_EXAMPLES` training points, where padding
+    costs less than compiling); `devices`, `vectorise_chains`: how the chains are laid out (`hmc_sampler`)."""
+    precision: float = 1.0
+    n_chains: int = 64
+    num_warmup: int = 1000
+    num_samples: int = 100
+    max_num_doublings: int = 10
+    target_acceptance_rate: float = 0.8
+    fold_in_task: bool = False
+    pad: bool | None = None
+    devices: Sequence | None = None
+    vectorise_chains: bool | None = None
+
+def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, data=None,
+               settings: HMCSettings = HMCSettings(), keep_trace: bool = False,
                compiled: Callable | None = None) -> HMCResult:
     """One adapted NUTS chain per initial position (leading axis); `logdensity_fn(params)`, or `(params, data)` with
-    `data`. 12 parameters: the target (key, logdensity_fn, initial_positions, data), NUTS's four settings as blackjax
-    names them (num_warmup, num_samples, max_num_doublings, target_acceptance_rate), where the chains run (devices,
-    vectorise_chains), and what comes back (keep_trace, compiled); all keyword-only after the target."""
+    `data`. `settings`: NUTS's four settings as blackjax names them and where the chains run (`HMCSettings`; its
+    precision, number of chains, key per task and padding are `run_hmc_sequence`'s: here the chains are the leading
+    axis of `initial_positions`); `keep_trace`: every draw comes back, not only the final states."""
     # `compiled`: a program from `jax.jit(hmc_sampler(...)).lower(...).compile()` to reuse (its settings then apply).
+    if not isinstance(settings, HMCSettings):
+        raise TypeError(f"settings must be a bcl.methods.hmc.HMCSettings, e.g. HMCSettings(num_warmup=300), got "
+                        f"{settings!r}.")
     log_density = (lambda params, _: logdensity_fn(params)) if data is None else logdensity_fn
     _check_initial(log_density, initial_positions, data)
     start = time.perf_counter()
     if compiled is None:
-        sampler = hmc_sampler(log_density, num_warmup=num_warmup, num_samples=num_samples,
-                              max_num_doublings=max_num_doublings, target_acceptance_rate=target_acceptance_rate,
-                              devices=devices, vectorise_chains=vectorise_chains)
+        sampler = hmc_sampler(log_density, num_warmup=settings.num_warmup, num_samples=settings.num_samples,
+                              max_num_doublings=settings.max_num_doublings,
+                              target_acceptance_rate=settings.target_acceptance_rate, devices=settings.devices,
+                              vectorise_chains=settings.vectorise_chains)
         compiled = jax.jit(sampler).lower(key, initial_positions, data).compile()
     compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
@@ -489,23 +509,6 @@ class HMCTaskResult(NamedTuple):
     "The posterior sample after task `task` (1-based) and how it was obtained."
     task: int
     result: HMCResult
-
-class HMCSettings(NamedTuple):
-    """How the joint posterior is sampled, with the paper's values as defaults (Appendix A: 64 chains, 1000 warm-up
-    steps, 100 after): the prior precision α, the chains and `hmc_sample`'s NUTS settings; `fold_in_task`: each
-    task's chains get a key of their own; `pad`: zero-pad every task's data to all tasks' size, so that one program
-    serves them all (None: pad when all tasks together hold at most `PAD_MAX_EXAMPLES` training points, where padding
-    costs less than compiling); `devices`, `vectorise_chains`: how the chains are laid out (`hmc_sampler`)."""
-    precision: float = 1.0
-    n_chains: int = 64
-    num_warmup: int = 1000
-    num_samples: int = 100
-    max_num_doublings: int = 10
-    target_acceptance_rate: float = 0.8
-    fold_in_task: bool = False
-    pad: bool | None = None
-    devices: Sequence | None = None
-    vectorise_chains: bool | None = None
 
 def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, settings: HMCSettings = HMCSettings(), *,
                      tasks: Sequence[int] | None = None, keep_trace: bool = False, progress: bool = True,

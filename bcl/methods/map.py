@@ -21,7 +21,7 @@ from ..engine.train import (Batch, Method, MethodState, Training, class_log_prob
 
 # %% auto #0
 __all__ = ['l2_penalty', 'quadratic_penalty', 'map_predict', 'finetuning', 'joint_data', 'joint', 'expected_fisher',
-           'QuadraticMemory', 'ewc', 'SIMemory', 'si', 'er', 'map_suite']
+           'QuadraticMemory', 'ewc', 'SIMemory', 'si', 'er', 'MapSettings', 'map_suite']
 
 # %% ../../nbs/methods/40_map.ipynb #7965ba2f
 def _flat(tree) -> jax.Array:
@@ -199,16 +199,29 @@ def er(model: Model, likelihood: str, *, batch_size: int, coreset_batch: int, co
                                 epochs=epochs, precision=precision))
 
 # %% ../../nbs/methods/40_map.ipynb #109260fb
-def map_suite(model: Model, likelihood: str, *, learning_rate: float, batch_size: int, er_batch: int,
-              coreset_size: int, epochs: int, precision: float = 1.0, importance_sign: int = 1,
-              lambdas: Sequence[float], xis: Sequence[float]) -> dict[str, tuple[Method, dict]]:
-    """The five MAP baselines as {name: (method, hyper)}, EWC on the grid `lambdas` and SI on `lambdas` × `xis`.
-    11 parameters: the network and likelihood, then one keyword per flat setting of `bcl.paper.map_settings` (so
-    that a misspelt one is a `TypeError`) and the two grids (the paper's: `bcl.factory.PAPER_GRIDS`)."""
+class MapSettings(NamedTuple):
+    """The flat settings of the five MAP baselines (a setup's: `bcl.paper.map_settings`) and EWC's and SI's grids (the
+    paper's: `bcl.factory.PAPER_GRIDS`); a misspelt field is a `TypeError`."""
+    learning_rate: float
+    batch_size: int
+    er_batch: int  # ER's batch of current data, and of its coreset
+    coreset_size: int  # ER's coreset per task
+    epochs: int
+    lambdas: Sequence[float]  # the grid of λ_reg (EWC and SI)
+    xis: Sequence[float]  # the grid of ξ (SI)
+    precision: float = 1.0  # the prior precision α
+    importance_sign: int = 1  # SI's sign of the path integral (the authors' code: 1)
+
+def map_suite(model: Model, likelihood: str, settings: MapSettings) -> dict[str, tuple[Method, dict]]:
+    "The five MAP baselines as {name: (method, hyper)}, EWC on the grid `lambdas` and SI on `lambdas` × `xis`."
     from bcl.engine.sequence import hyper_grid
     from bcl.engine.train import LIKELIHOODS
     if not isinstance(likelihood, TaskHeads) and likelihood not in LIKELIHOODS:
         raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS} (lower case).")
+    if not isinstance(settings, MapSettings):
+        raise ValueError(f"settings must be a bcl.methods.map.MapSettings, got {type(settings).__name__}; e.g. "
+                         "MapSettings(**bcl.paper.map_settings(setup), **bcl.factory.PAPER_GRIDS).")
+    (learning_rate, batch_size, er_batch, coreset_size, epochs, lambdas, xis, precision, importance_sign) = settings
     check_positive("learning_rate", learning_rate)
     common = dict(epochs=epochs, precision=precision)
     lr = {"learning_rate": learning_rate}

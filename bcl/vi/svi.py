@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Sequence
+from typing import Any, Callable, Literal, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -23,10 +23,9 @@ from ..engine.train import (Batch, Coreset, Method, MethodState, Training, cores
 
 # %% auto #0
 __all__ = ['KL_WEIGHTINGS', 'KLWeighting', 'variational_init', 'variational_prior', 'variational_sample', 'parameter_kl',
-           'expected_nll', 'vcl_free_energy', 'output_moments', 'function_kl', 'inducing_bounds',
-           'uniform_inducing_points', 'sfsvi_free_energy', 'bma_probabilities', 'SVIMemory', 'GaussianFamily',
-           'MixtureFamily', 'PriorFocus', 'LikelihoodFocus', 'SVITraining', 'ParameterSpace', 'FunctionSpace',
-           'svi_method_name', 'svi']
+           'expected_nll', 'Draws', 'variational_free_energy', 'output_moments', 'function_kl', 'inducing_bounds',
+           'uniform_inducing_points', 'bma_probabilities', 'SVIMemory', 'GaussianFamily', 'MixtureFamily', 'PriorFocus',
+           'LikelihoodFocus', 'SVITraining', 'ParameterSpace', 'FunctionSpace', 'svi_method_name', 'svi']
 
 # %% ../../nbs/vi/34_svi.ipynb #2492cdfa
 def _check_components(n_components) -> None:
@@ -70,16 +69,22 @@ def expected_nll(model: Model, likelihood: str, thetas, batch: Batch) -> jax.Arr
     per_sample = jax.vmap(lambda theta: nll_sum(model.apply(theta, batch.xs), batch.ys, likelihood, batch.mask))
     return jnp.mean(per_sample(thetas))
 
-def vcl_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, batch: Batch, kl_weight,
-                    sample_size: int, temperature: float = 1e-3,
-                    component_noise: str = "independent") -> tuple[jax.Array, dict]:
-    """Minibatch free energy of VCL: expected NLL of `batch` under `sample_size` draws of q + `kl_weight`·KL(q ‖ prior).
-    10 parameters, the quantities of eqs. (3) and (5): the network and likelihood, q and the prior, the key and batch,
-    β, and q's draws (S, the Gumbel-softmax temperature, the mixture sampler)."""
-    thetas = variational_sample(key, q, sample_size, temperature, component_noise)
+class Draws(NamedTuple):
+    "How the expected NLL draws from q: `sample_size` draws, the Gumbel-softmax `temperature` and the mixture sampler."
+    sample_size: int
+    temperature: float = 1e-3
+    component_noise: str = "independent"
+
+def variational_free_energy(model: Model, likelihood: str, q, key: jax.Array, batch: Batch, kl_term: Callable,
+                            kl_weight, draws: Draws) -> tuple[jax.Array, dict]:
+    """Minibatch free energy: the expected NLL of `batch` under `draws` of q (with `key`) + `kl_weight`·`kl_term(q)`,
+    and its parts; `kl_term` is `q ↦ parameter_kl(q, prior)` (VCL, eq. (5)) or `q ↦ function_kl(model, q, prior,
+    inducing_xs)` (SFSVI, eq. (12))."""
+    thetas = variational_sample(key, q, *draws)
     nll = expected_nll(model, likelihood, thetas, batch)
-    kl = parameter_kl(q, prior)
+    kl = kl_term(q)
     return nll + kl_weight * kl, {"nll": nll, "kl": kl}
+
 
 # %% ../../nbs/vi/34_svi.ipynb #794982d8
 def output_moments(model: Model, q: Gaussian | Mixture, xs, chunk_size: int | None = None):
@@ -128,19 +133,6 @@ def uniform_inducing_points(key: jax.Array, n: int, low, high) -> jax.Array:
     low, high = jnp.asarray(low), jnp.asarray(high)
     unit = random_flat(jax.random.uniform, key, (n, *low.shape), low.dtype)  # U[0, 1), drawn along one axis
     return jnp.maximum(low, unit * (high - low) + low)
-
-# %% ../../nbs/vi/34_svi.ipynb #80c6e940
-def sfsvi_free_energy(model: Model, likelihood: str, q, prior, key: jax.Array, batch: Batch, inducing_xs, kl_weight,
-                      sample_size: int, temperature: float = 1e-3,
-                      chunk_size: int | None = None,
-                      component_noise: str = "independent") -> tuple[jax.Array, dict]:
-    """Minibatch free energy of SFSVI: expected NLL of `batch` + `kl_weight`·KL of the linearised outputs at
-    `inducing_xs`. 12 parameters, the quantities of eq. (12): `vcl_free_energy`'s ten, the inducing inputs, and the
-    chunk size of the output variances (memory, not maths)."""
-    thetas = variational_sample(key, q, sample_size, temperature, component_noise)
-    nll = expected_nll(model, likelihood, thetas, batch)
-    kl = function_kl(model, q, prior, inducing_xs, chunk_size)
-    return nll + kl_weight * kl, {"nll": nll, "kl": kl}
 
 # %% ../../nbs/vi/34_svi.ipynb #04287431
 def bma_probabilities(model: Model, likelihood: str, q, key: jax.Array, xs, sample_size: int,
@@ -301,8 +293,9 @@ class ParameterSpace:
 
     def free_energy(self, model: Model, likelihood: str, family, focus, training: SVITraining):
         def free_energy(q, memory, keys, batch, weight):
-            return vcl_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, weight,
-                                   training.sample_size, family.temperature, family.noise)
+            kl_term = lambda q: parameter_kl(q, memory.prior)
+            return variational_free_energy(model, likelihood, q, keys["theta"], batch, kl_term, weight,
+                                           Draws(training.sample_size, family.temperature, family.noise))
         return free_energy
 
 KL_WEIGHTINGS = ("code", "paper")
@@ -340,8 +333,9 @@ class FunctionSpace:
         low, high = inducing_bounds(self.low, self.high, model.input_shape)
         def free_energy(q, memory, keys, batch, weight):
             inducing = focus.inducing_inputs(keys, memory, self.n_inducing, low, high, self.coreset_prob)
-            return sfsvi_free_energy(model, likelihood, q, memory.prior, keys["theta"], batch, inducing, weight,
-                                     training.sample_size, family.temperature, self.chunk_size, family.noise)
+            kl_term = lambda q: function_kl(model, q, memory.prior, inducing, self.chunk_size)
+            return variational_free_energy(model, likelihood, q, keys["theta"], batch, kl_term, weight,
+                                           Draws(training.sample_size, family.temperature, family.noise))
         return free_energy
 
     def flat(self) -> dict:
