@@ -120,8 +120,8 @@ def _write_beyond_ledger(batch: Path, tables: Path, name: str) -> int:
 
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
-    from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, Judging, extractor_regimes, ledger_entries,
-                                  previous_cells, write_ledger)
+    from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, Judging, LedgerParts, extractor_regimes,
+                                  ledger_entries, previous_cells, write_ledger)
     from bcl.table.verdict import load_protocol, read_explanations
     from bcl.table.plan import SCHEDULES, check_profile, run_name
     name = run_name(args.profile, args.schedule)
@@ -158,8 +158,8 @@ def _write_ledger(args) -> int:
         judging = Judging("epochs", others, protocol, explanations, primary)
     base = MATCHED_BASE.get(args.schedule)  # the schedule whose S-FSVI cells a matched one carries over
     carried = (args.schedule, previous_cells(tables, run_name(args.profile, base))) if base else None
-    paths = write_ledger(batch, tables, name, title, projection, keep_previous=not args.drop_previous,
-                         compare=compare, judging=judging, profile=args.profile, carried=carried)
+    paths = write_ledger(batch, tables, name, title, LedgerParts(projection, compare, judging, carried),
+                         keep_previous=not args.drop_previous, profile=args.profile)
     from bcl.figure.ledger_figure import draw_ledger
     paths |= draw_ledger(tables, figures, name)  # the figure, from the JSON just written
     print((tables / f"faa_{name}.md").read_text())

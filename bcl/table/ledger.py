@@ -27,7 +27,7 @@ __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINT
            'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_entries', 'schedule_section',
            'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'judged_cells', 'verdicts_of',
            'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name', 'extractor_regimes',
-           'devices_section', 'extractors_section', 'write_ledger']
+           'devices_section', 'extractors_section', 'LedgerParts', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
@@ -601,18 +601,24 @@ def extractors_section(cells: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 # %% ../../nbs/table/62_ledger.ipynb #47eb8de8
-def write_ledger(batch_folder, tables_folder, name: str, title: str = "",
-                 projection: dict | None = None, keep_previous: bool = True,
-                 compare: tuple[str, str, dict] | None = None,
-                 judging: Judging | None = None, profile: str | None = None,
-                 carried: tuple[str, dict] | None = None) -> dict[str, Path]:
-    """Assemble the ledger of the batch in `batch_folder`; returns the paths written. `compare` = (this schedule, the
-    other schedule, the other ledger's entries) appends `schedule_section`; `judging` (the headline ledger) appends
-    `protocol_section` and `sensitivity_section` and records each cell's verdict under the protocol. `profile`: the
-    batch's profile (default: the one the batch folder records). `carried` = (this schedule, the finished records of
-    the schedule it matches) fills the cells the schedule leaves unchanged (`carry_unchanged`). 10 parameters: where
-    to read and write (two folders), the ledger's name and title, five optional parts of it, and the profile. Its
-    figure is drawn from the JSON by `bcl.figure.ledger_figure.draw_ledger`."""
+class LedgerParts(NamedTuple):
+    """The optional parts of a ledger: `projection` (the projected time of the cells not run); `compare` = (this
+    schedule, the other schedule, the other ledger's entries), which appends `schedule_section`; `judging` (the headline
+    ledger), which appends `protocol_section` and `sensitivity_section` and records each cell's verdict under the
+    protocol; `carried` = (this schedule, the finished records of the schedule it matches), which fills the cells the
+    schedule leaves unchanged (`carry_unchanged`)."""
+    projection: dict | None = None
+    compare: tuple[str, str, dict] | None = None
+    judging: Judging | None = None
+    carried: tuple[str, dict] | None = None
+
+def write_ledger(batch_folder, tables_folder, name: str, title: str = "", parts: LedgerParts = LedgerParts(), *,
+                 keep_previous: bool = True, profile: str | None = None) -> dict[str, Path]:
+    """Assemble the ledger of the batch in `batch_folder`, with its optional `parts`, in `tables_folder`; returns the
+    paths written. `keep_previous`: keep the finished cells of the ledger being replaced that the batch lacks;
+    `profile`: the batch's profile (default: the one the batch folder records). Its figure is drawn from the JSON by
+    `bcl.figure.ledger_figure.draw_ledger`."""
+    projection, compare, judging, carried = parts
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.provenance import provenance
     from bcl.table.cell import read_cell
