@@ -16,7 +16,7 @@ import json, sys
 import numpy as np, jax, jax.numpy as jnp
 from bcl.core import Split, Task, TaskSequence, tree_sum
 from bcl.models import make_model
-from bcl.engine.sequence import seed_mesh, train_sequence
+from bcl.engine.sequence import TrainOptions, seed_mesh, train_sequence
 from bcl.engine.train import Method, MethodState, Training, nll_sum, predict_probabilities
 
 rng = np.random.default_rng(0)
@@ -36,7 +36,7 @@ seeds = (0, 1, 2, 3)
 out = {"devices": len(jax.devices()), "mesh": None if seed_mesh(len(seeds)) is None else seed_mesh(len(seeds)).size}
 for shard in (True, False):
     result = train_sequence(method, sequence, {"learning_rate": [0.05, 0.01]}, seeds=seeds, progress=False,
-                            shard_seeds=shard)
+                            options=TrainOptions(shard_seeds=shard))
     leaf = jax.tree.leaves(result.state.params)[0]
     out[str(shard)] = {"params": [np.asarray(l).tolist() for l in jax.tree.leaves(result.state.params)],
                        "losses": result.losses.tolist(), "nll": result.metrics["test/nll"].tolist(),

@@ -115,7 +115,9 @@ def pretrain(settings: Pretraining, data_dir: str | os.PathLike | None = None, p
                          f"tasks and the {sequence.likelihood!r} likelihood.")
     model = make_model(settings.model, sequence.n_outputs, sequence.input_shape)
     weights = class_weights(sequence.tasks[0].train.ys, sequence.n_outputs) if settings.class_weighted else None
-    method = finetuning(model, "softmax", batch_size=settings.batch_size, epochs=settings.epochs,
+    n_train = len(sequence.tasks[0].train)
+    batch_size = min(settings.batch_size, n_train)  # a task smaller than a batch (shrunken data) is one batch
+    method = finetuning(model, "softmax", batch_size=batch_size, epochs=settings.epochs,
                         precision=settings.precision, class_weights=weights)
     result = train_sequence(method, sequence, {"learning_rate": settings.learning_rate}, seeds=(settings.seed,),
                             progress=progress, options=TrainOptions(program="step"))
@@ -127,7 +129,8 @@ def pretrain(settings: Pretraining, data_dir: str | os.PathLike | None = None, p
     summary = {"validation_accuracy": accuracy["validation"], "test_accuracy": accuracy["test"],
                "epoch_losses": losses.tolist(), "n_train": len(task.train), "n_test": len(task.test),
                "n_classes": sequence.n_outputs, "class_weights": None if weights is None else weights.tolist(),
-               "train_s": train_s, "wall_s": time.perf_counter() - start}
+               "train_s": train_s, "wall_s": time.perf_counter() - start,
+               **({"batch_size": batch_size} if batch_size != settings.batch_size else {})}
     return model, params, summary
 
 # %% ../../nbs/extractor/42_features.ipynb #b0506aa9
