@@ -113,8 +113,8 @@ def fingerprint_changes(stored: dict, wanted: dict, limit: int = 4) -> list[str]
 
 def refusal(path, reason: str) -> ValueError:
     "The error that refuses the checkpoint at `path` for `reason`, with the two ways out."
-    return ValueError(f"The checkpoint {path} {reason}. Pass options=TrainOptions(restart=True) to train_sequence to discard it and start "
-                      "over, or delete the file (or pass another checkpoint path).")
+    return ValueError(f"The checkpoint {path} {reason}. Pass options=TrainOptions(restart=True) to train_sequence to "
+                      "discard it and start over, or delete the file (or pass another checkpoint path).")
 
 def _state_arrays(state: MethodState) -> dict[str, np.ndarray]:
     arrays = {}

@@ -374,7 +374,8 @@ def _run_task_by_step(method: Method, t: int, args: tuple, progress: bool):
     return state, np.asarray(losses), jax.tree.map(np.asarray, aux), *timings
 
 class TrainOptions(NamedTuple):
-    "How `train_sequence` resumes, checks, evaluates, compiles, keys and places a run; the defaults suit every common call."
+    """How `train_sequence` resumes, checks, evaluates, compiles, keys and places a run; the defaults suit every
+    common call."""
     restart: bool = False  # discard an existing checkpoint and start from task 1
     check_finite: bool = True  # stop with a clear error when a loss turns NaN/inf
     eval_chunk: int = 4096  # test points per chunk of the evaluation
@@ -391,7 +392,7 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
                    checkpoint: str | os.PathLike | None = None,  # file to resume from and save to after every task
                    progress: bool = True,  # progress bars over tasks and epochs
                    after_task: Callable | Sequence[Callable] | None = None,  # after_task(t, result of tasks 1..t); or a list (loggers)
-                   options: TrainOptions = TrainOptions(),  # restart, check_finite, eval_chunk, fast_compile, task_keys, shard_seeds
+                   options: TrainOptions = TrainOptions(),  # how it is resumed, checked, evaluated, compiled, ...
                   ) -> SequenceResult:
     """Train `method` on every task of `sequence` for every grid configuration of `hyper` and every seed: what to train
     on which tasks, grid and seeds; where it is kept (`checkpoint`); how it is watched (`progress`, `after_task`); and
@@ -402,8 +403,8 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
         raise ValueError(f"options must be a bcl.engine.sequence.TrainOptions, got {type(options).__name__}; e.g. "
                          "TrainOptions(restart=True).")
     task_keys = check_task_keys(options.task_keys)
-    program = check_choice("program", options.program, PROGRAM_KINDS, " ('task': one compiled program per task; 'step': one per "
-                           "optimiser step, for networks whose gradient runs slowly inside a loop)")
+    program = check_choice("program", options.program, PROGRAM_KINDS, " ('task': one compiled program per task; "
+                           "'step': one per optimiser step, for networks whose gradient runs slowly inside a loop)")
     if program == "step" and method.training.pad_tasks:
         raise ValueError(f"Method {method.name!r} trains all tasks with one padded program (pad_tasks); it runs only "
                          "with TrainOptions(program='task').")
@@ -418,8 +419,8 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
     init_keys = jax.vmap(lambda k: named_keys(k, "init")["init"])(seed_keys)
     state = jax.vmap(lambda k: method.init(k, sequence))(init_keys)
     state = jax.tree.map(lambda x: _host_broadcast(x, G), state)
-    compile_options = fast_compile_options(tree_size(state.params) // (G * S), options.fast_compile,  # per configuration and seed
-                                   method.training.draws_per_step)
+    compile_options = fast_compile_options(tree_size(state.params) // (G * S),  # per configuration and seed
+                                           options.fast_compile, method.training.draws_per_step)
     hooks = [] if after_task is None else list(after_task) if isinstance(after_task, (list, tuple)) else [after_task]
     last_aux = None
     record = {name: np.full((G, S, T, T), np.nan) for name in (f"{s}/{m}" for s in SPLITS for m in METRICS)}
@@ -427,12 +428,14 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
     fingerprint = (run_fingerprint(method, sequence, hyper, seeds, task_keys, program)
                    if checkpoint is not None else None)
     untrained = state
-    state, done = (state, 0) if checkpoint is None else _resume(checkpoint, options.restart, state, record, fingerprint, T)
+    state, done = ((state, 0) if checkpoint is None else
+                   _resume(checkpoint, options.restart, state, record, fingerprint, T))
     timings["tasks_resumed"] = done  # tasks a checkpoint had finished: the timings cover tasks done + 1 .. T
     jhyper = {name: jnp.asarray(v) for name, v in hyper.items()}
     mesh = seed_mesh(S) if options.shard_seeds else None
     # the untrained model on every task: the reference of forward transfer (`bcl.metrics.forward_transfer`)
-    initial = _evaluate(method, sequence, untrained, predict_keys, options.eval_chunk, timings, compile_options, mesh)
+    initial = _evaluate(method, sequence, untrained, predict_keys, options.eval_chunk, timings, compile_options,
+                        mesh)
 
     def result(tasks_done):
         metrics = {k: v for k, v in record.items() if k != "losses"}
@@ -461,8 +464,8 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
                 raise FloatingPointError(f"Method {method.name!r}: the state became non-finite in end_task of task {t}; "
                                          "the checkpoint of the last finished task was kept.")
             record["losses"][t - 1] = losses
-            for name, values in _evaluate(method, sequence, state, predict_keys, options.eval_chunk, timings, compile_options,
-                                            mesh).items():
+            for name, values in _evaluate(method, sequence, state, predict_keys, options.eval_chunk, timings,
+                                          compile_options, mesh).items():
                 record[name][:, :, t - 1, :] = values
             if checkpoint is not None:
                 save_checkpoint(checkpoint, state, record, t, fingerprint)

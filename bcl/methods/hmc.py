@@ -33,10 +33,11 @@ from ..provenance import canonical_json, code_version
 __all__ = ['PREDICT_CHUNK', 'RHAT_THRESHOLD', 'ESS_THRESHOLD', 'PAD_MAX_EXAMPLES', 'joint_training_data', 'joint_log_posterior',
            'joint_log_density', 'split_rhat', 'effective_sample_size', 'ChainTrace', 'hmc_warmup', 'hmc_chain',
            'HMCInfo', 'HMCResult', 'vectorised_chains', 'hmc_sampler', 'chain_device_count', 'parallel_chain_devices',
-           'HMCSettings', 'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions', 'hmc_predict', 'hmc_accuracy',
-           'rank_normalise', 'rank_rhat', 'bulk_ess', 'rank_diagnostics', 'predictive_draws', 'predictive_convergence',
-           'convergence_summary', 'hmc_task_fingerprint', 'stored_task_path', 'save_task_result', 'load_task_result',
-           'HMCTaskResult', 'run_hmc_sequence', 'sequence_test_accuracies']
+           'HMCSettings', 'settings_sampler', 'hmc_sample', 'summarise_hmc_info', 'hmc_initial_positions',
+           'hmc_predict', 'hmc_accuracy', 'rank_normalise', 'rank_rhat', 'bulk_ess', 'rank_diagnostics',
+           'predictive_draws', 'predictive_convergence', 'convergence_summary', 'hmc_task_fingerprint',
+           'stored_task_path', 'save_task_result', 'load_task_result', 'HMCTaskResult', 'run_hmc_sequence',
+           'sequence_test_accuracies']
 
 # %% ../../nbs/methods/41_hmc.ipynb #7c5c982d
 def joint_training_data(sequence: TaskSequence, t: int, pad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -293,6 +294,20 @@ class HMCSettings(NamedTuple):
     devices: Sequence | None = None
     vectorise_chains: bool | None = None
 
+def _as_hmc_settings(settings) -> HMCSettings:
+    "`settings` if it is an `HMCSettings`, else a `TypeError` that shows one."
+    if not isinstance(settings, HMCSettings):
+        raise TypeError(f"settings must be a bcl.methods.hmc.HMCSettings, e.g. HMCSettings(n_chains=8), got "
+                        f"{settings!r}.")
+    return settings
+
+def settings_sampler(log_density: Callable, settings: HMCSettings) -> Callable:
+    "`hmc_sampler` for `log_density(params, data)` with the NUTS settings and chain layout of `settings`."
+    return hmc_sampler(log_density, num_warmup=settings.num_warmup, num_samples=settings.num_samples,
+                       max_num_doublings=settings.max_num_doublings,
+                       target_acceptance_rate=settings.target_acceptance_rate, devices=settings.devices,
+                       vectorise_chains=settings.vectorise_chains)
+
 def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, data=None,
                settings: HMCSettings = HMCSettings(), keep_trace: bool = False,
                compiled: Callable | None = None) -> HMCResult:
@@ -301,18 +316,12 @@ def hmc_sample(key: jax.Array, logdensity_fn: Callable, initial_positions, *, da
     precision, number of chains, key per task and padding are `run_hmc_sequence`'s: here the chains are the leading
     axis of `initial_positions`); `keep_trace`: every draw comes back, not only the final states."""
     # `compiled`: a program from `jax.jit(hmc_sampler(...)).lower(...).compile()` to reuse (its settings then apply).
-    if not isinstance(settings, HMCSettings):
-        raise TypeError(f"settings must be a bcl.methods.hmc.HMCSettings, e.g. HMCSettings(num_warmup=300), got "
-                        f"{settings!r}.")
+    settings = _as_hmc_settings(settings)
     log_density = (lambda params, _: logdensity_fn(params)) if data is None else logdensity_fn
     _check_initial(log_density, initial_positions, data)
     start = time.perf_counter()
     if compiled is None:
-        sampler = hmc_sampler(log_density, num_warmup=settings.num_warmup, num_samples=settings.num_samples,
-                              max_num_doublings=settings.max_num_doublings,
-                              target_acceptance_rate=settings.target_acceptance_rate, devices=settings.devices,
-                              vectorise_chains=settings.vectorise_chains)
-        compiled = jax.jit(sampler).lower(key, initial_positions, data).compile()
+        compiled = jax.jit(settings_sampler(log_density, settings)).lower(key, initial_positions, data).compile()
     compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
     samples, info, trace = jax.block_until_ready(compiled(key, initial_positions, data))
@@ -517,10 +526,8 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, setti
     `HMCTaskResult`. `keep_trace`: every draw, not only the final states; `store`: a folder where each task's result
     is kept as it ends, so that a stopped run resumes at its first task not done."""
     from tqdm.auto import tqdm
-    if not isinstance(settings, HMCSettings):
-        raise TypeError(f"settings must be a bcl.methods.hmc.HMCSettings, e.g. HMCSettings(n_chains=8), got {settings!r}.")
     (precision, n_chains, num_warmup, num_samples, max_num_doublings, target_acceptance_rate, fold_in_task, pad,
-     devices, vectorise_chains) = settings
+     _, _) = _as_hmc_settings(settings)  # the chains' layout (devices, vectorise_chains) goes to `settings_sampler`
     check_positive("n_chains", n_chains, integer=True)
     if not (isinstance(key, jax.Array) and (jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
                                             or (key.dtype == jnp.uint32 and key.shape == (2,)))):
@@ -532,9 +539,7 @@ def run_hmc_sequence(key: jax.Array, model: Model, sequence: TaskSequence, setti
     if pad is None:
         pad = sum(len(task.train) for task in sequence.tasks) <= PAD_MAX_EXAMPLES
     log_posterior = joint_log_posterior(model.apply, method_likelihood(sequence), precision)
-    sampler = hmc_sampler(log_posterior, num_warmup=num_warmup, num_samples=num_samples,
-                          max_num_doublings=max_num_doublings, target_acceptance_rate=target_acceptance_rate,
-                          devices=devices, vectorise_chains=vectorise_chains)
+    sampler = settings_sampler(log_posterior, settings)
     if (model.n_outputs, tuple(model.input_shape)) != (sequence.n_outputs, tuple(sequence.input_shape)):
         raise ValueError(f"The model has {model.n_outputs} outputs for inputs {tuple(model.input_shape)} but the sequence "
                          f"needs {sequence.n_outputs} for {tuple(sequence.input_shape)}; build the model with "
