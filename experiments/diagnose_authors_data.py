@@ -5,8 +5,8 @@ Usage: python experiments/diagnose_authors_data.py [--regime epochs|steps-matche
 
 Offline, Table faa's MNIST columns train on MNIST-5k (640 training points a task against about 9,600 in the paper).
 A cell far from the paper's number may then differ because of the data, or because bcl computes something else.
-`parity/authors_prepped.py` writes bcl's MNIST-5k arrays in the authors' prepared format under the sequence name
-their experiment reads (`cisplitmnist`, `displitmnist`), and `parity/authors_seeds.py` runs their code at b838074,
+`tests/parity/authors_prepped.py` writes bcl's MNIST-5k arrays in the authors' prepared format under the sequence name
+their experiment reads (`cisplitmnist`, `displitmnist`), and `tests/parity/authors_seeds.py` runs their code at b838074,
 unmodified, on them: the paper's settings of `experiments/svi_{ci,di}splitmnist_fcnn.toml` (20 epochs a task, the
 paper's batches, learning rates and coreset), one seed per run. Both codes then train on identical data with the
 paper's settings and differ only in their code and random draws.
@@ -42,7 +42,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
-sys.path.insert(0, str(ROOT / "parity"))
+sys.path.insert(0, str(ROOT / "tests" / "parity"))
 
 # the authors' experiment (experiments/<name>.toml at b838074) and the Table faa column it runs
 EXPERIMENT_COLUMNS = {"svi_cisplitmnist_fcnn": "ci-mnist-fcnn", "svi_displitmnist_fcnn": "di-mnist-fcnn",
@@ -66,7 +66,7 @@ def regime_of(record: dict) -> str:
 
 
 def read_runs(path: Path) -> list[dict]:
-    "The authors' runs (one JSON line per trainer and seed, `parity/authors_seeds.py`); cut lines skipped."
+    "The authors' runs (one JSON line per trainer and seed, `tests/parity/authors_seeds.py`); cut lines skipped."
     records = []
     for line in Path(path).read_text().splitlines():
         try:
@@ -77,7 +77,7 @@ def read_runs(path: Path) -> list[dict]:
 
 
 def current_runs(records: list[dict]) -> list[dict]:
-    """The runs of one cell on the arrays of its newest run (`data_sha256`, recorded by `parity/authors_seeds.py`):
+    """The runs of one cell on the arrays of its newest run (`data_sha256`, recorded by `tests/parity/authors_seeds.py`):
     runs on other arrays, such as another extractor's features under the same sequence name, are superseded."""
     newest = max(records, key=lambda r: r.get("created", ""))
     return [r for r in records if r.get("data_sha256") == newest.get("data_sha256")]
@@ -183,7 +183,7 @@ def protocol_markdown(table: list[dict], runs_path: str) -> str:
              "is github.com/blackblitz/bcl at b838074, unmodified, with the paper's settings of "
              "`experiments/svi_{ci,di}splitmnist_{fe,fcnn}.toml`, on bcl's MNIST-5k arrays (on the extractor columns, "
              "bcl's features of them from the extractor the protocol chose, its digest recorded on both sides) with each "
-             "task's training split written 15 times over (`parity/authors_prepped.py --repeat 15`). Their trainers "
+             "task's training split written 15 times over (`tests/parity/authors_prepped.py --repeat 15`). Their trainers "
              "divide every prior and penalty term by the task's number of minibatches and take `n_epochs` passes, so "
              "with 15 copies they run the paper's optimiser steps (20 epochs × 150 minibatches of 64 a task) with each "
              "term weighing per data point what it weighs in the paper: bcl's steps-matched cells (300 epochs of 10 "
@@ -221,7 +221,7 @@ def markdown(table: list[dict], runs_path: str) -> str:
              "Written by `python experiments/diagnose_authors_data.py` from the authors' runs in "
              f"`{runs_path}` and bcl's cells in the committed offline ledger (the paper's epochs). "
              "The authors' code is github.com/blackblitz/bcl at b838074, unmodified, run on bcl's own MNIST-5k "
-             "arrays (`parity/authors_prepped.py`, then `parity/authors_seeds.py --experiment "
+             "arrays (`tests/parity/authors_prepped.py`, then `tests/parity/authors_seeds.py --experiment "
              "svi_{ci,di}splitmnist_fcnn`), with the paper's settings of its experiment files. On the extractor "
              "column (CI Split MNIST without a network name) their linear head trains on bcl's own features of "
              "MNIST-5k from the Fashion-MNIST extractor (`authors_prepped.py --features fashionmnist`, then "
@@ -246,7 +246,7 @@ def markdown(table: list[dict], runs_path: str) -> str:
               "CPU shared with other jobs): " + "; ".join(
                   f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" + ("*" if resumed else "")
                                                 for s, resumed in zip(r["authors_train_s"], r["authors_resumed"]) if s)
-                  for r in table) + " (*: a resumed run, `parity/authors_seeds.py --resumable`: the seconds of its "
+                  for r in table) + " (*: a resumed run, `tests/parity/authors_seeds.py --resumable`: the seconds of its "
               "last part only).", ""]
     return "\n".join(lines)
 
@@ -265,8 +265,8 @@ def main(argv=None) -> int:
     args.ledger = args.ledger or str(ROOT / "experiments" / "tables" / defaults["ledger"])
     args.out = args.out or str(ROOT / "experiments" / "tables" / defaults["out"])
     if not Path(args.runs).is_file():
-        parser.error(f"no authors' runs at {args.runs}: run parity/authors_prepped.py and parity/authors_seeds.py "
-                     "first (parity/README.md)")
+        parser.error(f"no authors' runs at {args.runs}: run tests/parity/authors_prepped.py and tests/parity/authors_seeds.py "
+                     "first (tests/parity/README.md)")
     from bcl.provenance import provenance
     cells = json.loads(Path(args.ledger).read_text())["cells"]
     table = rows(read_runs(Path(args.runs)), cells, regime=args.regime)

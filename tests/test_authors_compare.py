@@ -1,4 +1,4 @@
-"""parity/authors_compare.py: Holm's adjustment over the methods of a sequence, and which bcl run is primary."""
+"""tests/parity/authors_compare.py: Holm's adjustment over the methods of a sequence, and which bcl run is primary."""
 import sys
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "parity"))
+sys.path.insert(0, str(ROOT / "tests" / "parity"))
 
 import authors_compare  # noqa: E402
 

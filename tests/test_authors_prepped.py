@@ -1,4 +1,4 @@
-"""parity/authors_prepped.py: bcl's arrays in the authors' prepared format, read back as their code reads them."""
+"""tests/parity/authors_prepped.py: bcl's arrays in the authors' prepared format, read back as their code reads them."""
 import sys
 import tomllib
 from pathlib import Path
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "parity"))
+sys.path.insert(0, str(ROOT / "tests" / "parity"))
 
 import authors_prepped  # noqa: E402
 from bcl.core import Split, Task, TaskSequence  # noqa: E402

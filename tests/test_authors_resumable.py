@@ -1,4 +1,4 @@
-"""parity/authors_train_resumable.py: a training loop cut anywhere and resumed ends where the uncut loop ends.
+"""tests/parity/authors_train_resumable.py: a training loop cut anywhere and resumed ends where the uncut loop ends.
 
 The driver's own run needs the authors' clone and environment (checked by hand on their Iris P-GM-SFSVI: cut
 after step 40 or 250 of 600, resumed, every per-task checkpoint equal to the uncut run's; see the CHANGELOG). Here
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "parity"))
+sys.path.insert(0, str(ROOT / "tests" / "parity"))
 
 import authors_train_resumable as resumable  # noqa: E402
 

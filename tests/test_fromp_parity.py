@@ -1,4 +1,4 @@
-"""parity/fromp_parity.py offline: the weight-layout conversion between torch and flax, the comparison's statuses, the
+"""tests/parity/fromp_parity.py offline: the weight-layout conversion between torch and flax, the comparison's statuses, the
 toy data, and the one-line skip without the official side. Needs neither torch nor the official FROMP code; the
 harness itself (with both) is `test_the_harness_agrees_with_the_official_code`, which runs only when
 $BCL_FROMP_REPO and $BCL_FROMP_PYTHON are set."""
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "parity" / "fromp_parity.py"
-sys.path.insert(0, str(ROOT / "parity"))
+SCRIPT = ROOT / "tests" / "parity" / "fromp_parity.py"
+sys.path.insert(0, str(ROOT / "tests" / "parity"))
 
 import fromp_parity as fp  # noqa: E402
 
@@ -175,7 +175,7 @@ def test_the_harness_agrees_with_the_official_code(tmp_path):
     assert len(out.read_text().splitlines()) == 12
 
 
-# ---------------------------------------------------------------- whole runs (parity/fromp_seeds.py)
+# ---------------------------------------------------------------- whole runs (tests/parity/fromp_seeds.py)
 import fromp_seeds as fs  # noqa: E402
 
 
@@ -217,7 +217,7 @@ def test_welch_interval_of_known_samples():
 
 
 def test_whole_runs_skip_without_the_official_side(tmp_path):
-    run = subprocess.run([sys.executable, str(ROOT / "parity" / "fromp_seeds.py"), "--fromp-repo", str(tmp_path),
+    run = subprocess.run([sys.executable, str(ROOT / "tests" / "parity" / "fromp_seeds.py"), "--fromp-repo", str(tmp_path),
                           "--fromp-python", sys.executable], capture_output=True, text=True,
                          env={k: v for k, v in os.environ.items() if not k.startswith("BCL_FROMP")})
     assert run.returncode == 0 and "skipped" in run.stdout, run.stdout + run.stderr

@@ -105,7 +105,7 @@ def test_method_parts_are_compared_as_values_never_as_strings():
     # always False, so a comparison with a string literal is a bug; none may come back in the package or the scripts
     pattern = re.compile(r"\.(kind|focus|family|space)\s*(==|!=|\bin\b|\bis\b)\s*[\"'(]")
     found = []
-    for folder in ("bcl", "experiments", "benchmarks", "parity"):
+    for folder in ("bcl", "experiments", "benchmarks", "tests/parity"):
         for path in (ROOT / folder).rglob("*.py"):
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if pattern.search(line) and "dtype.kind" not in line:

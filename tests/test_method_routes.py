@@ -122,7 +122,7 @@ def test_names_become_methods_only_in_the_factory():
     import re
     by_name = re.compile(r"\b(map_suite|svi_parts)\(")
     found = []
-    for folder in ("bcl", "experiments", "benchmarks", "parity", "scripts"):
+    for folder in ("bcl", "experiments", "benchmarks", "tests/parity", "scripts"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             if path.name == "_modidx.py" or path == ROOT / "bcl" / "factory.py":
                 continue

@@ -1,4 +1,4 @@
-"""parity/authors_side*.py run in the authors' environment and import *their* package, also called `bcl`.
+"""tests/parity/authors_side*.py run in the authors' environment and import *their* package, also called `bcl`.
 
 A rename of our own modules must not reach into those imports: the move of `bcl.train` to `bcl.engine.train` once
 rewrote `bcl.train.trainer.svi.replay` (theirs) into `bcl.engine.train.trainer.svi.replay`, and both harnesses then
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SIDES = sorted((ROOT / "parity").glob("authors_side*.py"))
+SIDES = sorted((ROOT / "tests" / "parity").glob("authors_side*.py"))
 # the top-level packages of github.com/blackblitz/bcl at b838074 (its bcl/ folder)
 AUTHORS_PACKAGES = {"dataops", "dataprep", "evaluate", "feature_extractor", "models", "plot", "report", "train"}
 
@@ -55,7 +55,7 @@ def test_the_sides_modules_exist_in_the_authors_clone():
 
 
 def test_divided_batches_divides_the_minibatches_only():
-    sys.path.insert(0, str(ROOT / "parity"))
+    sys.path.insert(0, str(ROOT / "tests" / "parity"))
     from authors_parity import BATCH_SETTINGS, divided_batches
     settings = {"batch_size": 16, "coreset_batch": 16, "n_inducing": 32, "coreset_size": 256, "sample_size": 10}
     assert divided_batches(settings, 1) == {}

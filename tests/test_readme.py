@@ -43,7 +43,7 @@ def test_the_registration_example_imports(tmp_path):
     run(blocks[0], tmp_path)
 
 
-TOP_LEVEL = ("nbs/", "bcl/", "experiments/", "benchmarks/", "parity/", "figures/", "docs/", "scripts/", "tests/")
+TOP_LEVEL = ("nbs/", "bcl/", "experiments/", "benchmarks/", "figures/", "docs/", "scripts/", "tests/")
 
 
 def named_paths(text: str) -> list[str]:

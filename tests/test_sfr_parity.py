@@ -1,4 +1,4 @@
-"""parity/sfr_parity.py offline: the weight layout it writes for the official side, the Welch interval, and the
+"""tests/parity/sfr_parity.py offline: the weight layout it writes for the official side, the Welch interval, and the
 one-line skip without the official side. Needs neither torch nor the official SFR code; the harness itself (with
 both) is `test_the_pieces_agree_with_the_official_code`, which runs only when $BCL_SFR_REPO and $BCL_SFR_PYTHON
 are set."""
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "parity" / "sfr_parity.py"
-sys.path.insert(0, str(ROOT / "parity"))
+SCRIPT = ROOT / "tests" / "parity" / "sfr_parity.py"
+sys.path.insert(0, str(ROOT / "tests" / "parity"))
 
 import sfr_parity as sp  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The official half of `parity/fromp_seeds.py`: whole FROMP runs of the official PyTorch code
+"""The official half of `tests/parity/fromp_seeds.py`: whole FROMP runs of the official PyTorch code
 (github.com/team-approx-bayes/fromp, code at commit f5db51c) on tasks and initial weights read from an .npz, one run
 per seed; writes each run's test accuracies after every task to an .npz.
 

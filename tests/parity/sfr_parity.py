@@ -3,9 +3,9 @@
 seed by seed, compared as distributions.
 
 Usage (our environment; the official side runs as a subprocess with a Python that has torch and scipy):
-  .venv/bin/python parity/sfr_parity.py --sfr-repo /path/to/sfr-experiments --sfr-python /path/to/venv/bin/python \\
+  .venv/bin/python tests/parity/sfr_parity.py --sfr-repo /path/to/sfr-experiments --sfr-python /path/to/venv/bin/python \\
       pieces [--seed 0]
-  .venv/bin/python parity/sfr_parity.py --sfr-repo ... --sfr-python ... runs [--seeds 0 1 2 3 4] \\
+  .venv/bin/python tests/parity/sfr_parity.py --sfr-repo ... --sfr-python ... runs [--seeds 0 1 2 3 4] \\
       [--out benchmarks/results/sfr_seeds.jsonl]
 
 The sequence is bcl's CI Split MNIST-5k (five tasks of two digits, 640 training and 200 test images a task, from the
@@ -23,7 +23,7 @@ rows drawn twice give entries near 1/ε), the values and the gradients. The offi
 
 `runs`: whole runs from the same initial weights (`fcnn256`'s initialisation from `jax.random.key(seed)`) and the same
 tasks. Ours: `bcl.methods.sfr.sfr` with those settings through bcl's engine at a constant learning rate
-(`constant_adam`). Theirs: Mammoth's loop as parity/sfr_side.py calls it. What differs by construction: the minibatch
+(`constant_adam`). Theirs: Mammoth's loop as tests/parity/sfr_side.py calls it. What differs by construction: the minibatch
 order and the inducing rows (torch's and numpy's generators against bcl's keys), float32 arithmetic in another order,
 and Adam across tasks: Mammoth keeps one Adam (moments and step count) for the whole sequence, bcl's engine starts a
 new one every task; `runs --fresh-adam` gives the official side a new Adam every task (a diagnosis).
@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]  # the repository: this file is tests/parity/X.py
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 

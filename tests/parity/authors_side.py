@@ -1,4 +1,4 @@
-"""The authors' half of `parity/authors_parity.py`: evaluate the authors' S-FSVI and VCL objectives, their
+"""The authors' half of `tests/parity/authors_parity.py`: evaluate the authors' S-FSVI and VCL objectives, their
 gradients, the parameter draws and the BMA predictive on inputs read from an .npz, and write the results to an .npz.
 
 Run by `authors_parity.py` with the authors' Python (github.com/blackblitz/bcl at b838074, jax 0.4.28) and

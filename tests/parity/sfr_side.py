@@ -1,4 +1,4 @@
-"""The official half of `parity/sfr_parity.py`: SFR's continual-learning code (github.com/AaltoML/sfr-experiments,
+"""The official half of `tests/parity/sfr_parity.py`: SFR's continual-learning code (github.com/AaltoML/sfr-experiments,
 `experiments/cl/models/sfr.py` at commit 83cc4a7) on arrays read from an .npz; writes what it computed to an .npz.
 
 Run by `sfr_parity.py` with a Python that has torch, numpy and scipy, PYTHONPATH = a folder holding the official

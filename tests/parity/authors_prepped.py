@@ -1,7 +1,7 @@
 """Write a bcl task sequence as the authors' prepared files, so their unmodified code trains on bcl's exact arrays.
 
-Usage (with bcl's environment; the authors' code then runs with theirs, see parity/README.md):
-  .venv/bin/python parity/authors_prepped.py cisplitmnist5k AUTHORS_CLONE --as cisplitmnist
+Usage (with bcl's environment; the authors' code then runs with theirs, see tests/parity/README.md):
+  .venv/bin/python tests/parity/authors_prepped.py cisplitmnist5k AUTHORS_CLONE --as cisplitmnist
 
 The authors' experiments name their sequence (`[task_sequence] name` in `experiments/<experiment>.toml`) and read it
 from `data/prepped/<name>/` of their clone: `{training,validation,testing}_{t}_{xs,ys}.npy` for t = 1..T (xs float32,

@@ -1,4 +1,4 @@
-"""The authors' half of `parity/authors_parity_map.py`: evaluate the authors' MAP-family trainers (joint,
+"""The authors' half of `tests/parity/authors_parity_map.py`: evaluate the authors' MAP-family trainers (joint,
 fine-tuning, EWC, SI, ER; github.com/blackblitz/bcl at b838074, bcl/train/trainer/smi/) on inputs read from an .npz
 and write the results to an .npz.
 

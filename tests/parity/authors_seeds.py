@@ -1,8 +1,8 @@
 """Run the authors' code (github.com/blackblitz/bcl at b838074, unmodified) over seeds, one experiment per seed.
 
-Usage (run with the authors' environment's Python, see parity/README.md):
+Usage (run with the authors' environment's Python, see tests/parity/README.md):
   AUTHORS=/path/to/blackblitz-bcl   # a clone checked out at b838074
-  /path/to/authors-venv/bin/python parity/authors_seeds.py --authors-repo $AUTHORS \
+  /path/to/authors-venv/bin/python tests/parity/authors_seeds.py --authors-repo $AUTHORS \
       --experiment svi_cisplit2diris_fcnn --trainers likelihood_exact_gsfsvi --seeds 0 1 2 3 4 \
       --out benchmarks/results/authors_seeds.jsonl
 
@@ -55,7 +55,7 @@ def _fail(message: str) -> None:
 
 def check_environment(repo: Path, dataprep: bool = True) -> str | None:
     """Why the authors' code cannot run here, or None. Their data preparation imports torch (`dataprep=True`); their
-    training and evaluation do not, so a sequence already prepared (e.g. by `parity/authors_prepped.py`) needs no torch."""
+    training and evaluation do not, so a sequence already prepared (e.g. by `tests/parity/authors_prepped.py`) needs no torch."""
     if not (repo / "bcl" / "train" / "__main__.py").is_file():
         return f"{repo} is not a clone of github.com/blackblitz/bcl (no bcl/train/__main__.py)"
     missing = []
@@ -133,7 +133,7 @@ def ran_on(done: set, run: tuple[str, str, int], source: dict) -> bool:
 
 
 def read_source(path: Path) -> dict:
-    """`parity/authors_prepped.py`'s record of a preparation: {'sequence', 'sha256' of the arrays, and 'extractor', the
+    """`tests/parity/authors_prepped.py`'s record of a preparation: {'sequence', 'sha256' of the arrays, and 'extractor', the
     digest of the extractor's parameters, for features, and 'repeat', the copies of each training split, where more
     than one}; {} when the authors' own preparation wrote the folder."""
     if not path.is_file():
@@ -238,7 +238,7 @@ def main(argv=None) -> int:
     if args.features_prepared:
         problem = features_problem(spec, repo / "data" / "prepped" / sequence)
         if problem:
-            _fail(f"--features-prepared: {problem}; write the features first with `python parity/authors_prepped.py "
+            _fail(f"--features-prepared: {problem}; write the features first with `python tests/parity/authors_prepped.py "
                   f"SEQUENCE {repo} --as {sequence} --features PRETRAINING`")
     why = check_environment(repo, dataprep=not prepared)
     if why:

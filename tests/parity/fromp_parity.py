@@ -3,7 +3,7 @@
 same weights, inputs and labels.
 
 Usage (our environment; the official side runs as a subprocess with a Python that has torch):
-  .venv/bin/python parity/fromp_parity.py --fromp-repo /path/to/fromp --fromp-python /path/to/venv/bin/python \\
+  .venv/bin/python tests/parity/fromp_parity.py --fromp-repo /path/to/fromp --fromp-python /path/to/venv/bin/python \\
       [--seed 0] [--x64] [--out benchmarks/results/fromp_parity.jsonl] [--keep DIR]
 
 `--fromp-repo` is either a checkout (a folder holding the official utils.py, opt_fromp.py and models.py: they are
@@ -29,7 +29,7 @@ layers, as the toy's MLP); its flax kernels [in, out] are the transposes of torc
 The official side receives the flat vector of our parameters in torch's order (`torch_vector`), so the layout
 conversion is itself under test. The batch of the step is task 3's first 20 rows.
 
-What both sides compute (ours: bcl.methods.fromp; theirs: parity/fromp_side.py, which has the official lines):
+What both sides compute (ours: bcl.methods.fromp; theirs: tests/parity/fromp_side.py, which has the official lines):
   scores/t        tr Λ(x) on task t's data at θt: `memorable_scores` / `softmax_hessian(f).sum(-1)` (utils.py:40-45)
   memorable/t     the memorable rows of task t, compared as a set per class: `select_memorable(None, ...)` /
                   `select_memorable_points` (utils.py:25-73). Not compared: the order within a class (reported)
@@ -66,7 +66,7 @@ One JSON line per quantity (with provenance) is appended to --out; the exit stat
 Without --fromp-repo/--fromp-python, or when the official side cannot import torch and the official modules, it
 prints one line and exits with status 0.
 
-Results and every difference explained: parity/README.md, "FROMP against its official code".
+Results and every difference explained: tests/parity/README.md, "FROMP against its official code".
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import official_side  # noqa: E402  (probing and running the official half)
-ROOT = HERE.parent
+ROOT = HERE.parents[1]  # the repository: this file is tests/parity/X.py
 PROG = "fromp_parity.py"
 FROMP_COMMIT = "f5db51c2207b5d007752d79bb65eebf3fc3a6430"  # the official code (HEAD c9606ec changes only README.md)
 OFFICIAL_FILES = ("utils.py", "opt_fromp.py", "models.py")
@@ -448,7 +448,7 @@ def prepare_official(repo, python, code: Path):
 
 def run_official(python: Path, folder: Path, npz: dict, keep: Path | None,
                  side: str = "fromp_side.py") -> tuple[dict, float]:
-    "Write the inputs, run parity/`side` on them in a temporary working directory, read its .npz back."
+    "Write the inputs, run tests/parity/`side` on them in a temporary working directory, read its .npz back."
     return official_side.run(python, HERE / side, folder, npz, PROG, keep)
 
 

@@ -5,12 +5,12 @@ paper's image networks on MNIST-5k (`--sequence cisplitmnist5k --network fcnn256
 `authors_parity.py` for the networks, their tomls and the inputs).
 
 Usage (our environment; the authors' side runs as a subprocess in theirs, as for `authors_parity.py`):
-  .venv/bin/python parity/authors_parity_map.py --authors-repo /path/to/blackblitz-bcl \\
+  .venv/bin/python tests/parity/authors_parity_map.py --authors-repo /path/to/blackblitz-bcl \\
       --authors-python /path/to/authors-venv/bin/python [--sequence disinusoid] [--x64] \\
       [--out benchmarks/results/authors_parity_map.jsonl]
 
 Both packages are called `bcl` and need different JAX versions, so, like `authors_parity.py` (whose helpers this
-script imports), the harness runs in two processes; `parity/authors_side_map.py` is the authors' half. Ours are
+script imports), the harness runs in two processes; `tests/parity/authors_side_map.py` is the authors' half. Ours are
 the methods and grids of `bcl.factory.build_on(name, model, 'softmax', setup)` on the 2-D setup. Theirs are their
 trainer classes built from the blocks of experiments/svi_cisplit2diris_fcnn.toml: the toml of their Iris runs, FCNN3
 16-16-3 as in `authors_parity.py`, with blocks joint, finetuning, ewc1-5, si1-15 and er. The cases use λ = 10 (ewc2)

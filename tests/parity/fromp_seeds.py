@@ -2,7 +2,7 @@
 f5db51c), on the same tasks and initial weights, seed by seed; the final accuracies compared as distributions.
 
 Usage (our environment; the official side runs as a subprocess with a Python that has torch):
-  .venv/bin/python parity/fromp_seeds.py --fromp-repo /path/to/fromp --fromp-python /path/to/venv/bin/python \\
+  .venv/bin/python tests/parity/fromp_seeds.py --fromp-repo /path/to/fromp --fromp-python /path/to/venv/bin/python \\
       [--seeds 0 1 2 3 4] [--n-per-class 2000] [--out benchmarks/results/fromp_seeds.jsonl]
 
 The sequence is the official toy's (train_toydata.py:93-160, main_toydata.py:8-16): five tasks, task t being blob t
@@ -14,7 +14,7 @@ blob as the driver's `dataset_num_samples`; `MLP([2, 20, 20, 2], act='sigmoid')`
 
 Ours: `bcl.methods.fromp.fromp` with those settings, trained by bcl's engine (`bcl.engine.sequence.train_sequence`,
 one seed a call, the method's `init` returning the given weights) at a constant learning rate
-(`bcl.engine.train.constant_adam`, as `opt_fromp` steps). Theirs: parity/fromp_seeds_side.py, the driver's loop on
+(`bcl.engine.train.constant_adam`, as `opt_fromp` steps). Theirs: tests/parity/fromp_seeds_side.py, the driver's loop on
 the official modules. What still differs by construction: the minibatch order (torch's `DataLoader` shuffle against
 bcl's keys), Adam's ε (added to √v before the bias correction in opt_fromp.py:311-318, after it in optax), float32
 arithmetic in another order, and the unsorted ties of `torch.sort`. So single runs are not compared; the final

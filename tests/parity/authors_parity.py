@@ -2,10 +2,10 @@
 on identical inputs and identical random draws, for the eight variational methods on the Iris network (the default)
 or on the paper's image networks (`--sequence cisplitmnist5k --network fcnn256|cnn_mnist|cnn6`).
 
-Usage (our environment; the authors' side runs as a subprocess in theirs, see parity/README.md):
-  .venv/bin/python parity/authors_parity.py --authors-repo /path/to/blackblitz-bcl \
+Usage (our environment; the authors' side runs as a subprocess in theirs, see tests/parity/README.md):
+  .venv/bin/python tests/parity/authors_parity.py --authors-repo /path/to/blackblitz-bcl \
       --authors-python /path/to/authors-venv/bin/python [--out benchmarks/results/authors_parity.jsonl]
-  .venv/bin/python parity/authors_parity.py ... --sequence cisplitmnist5k --network cnn_mnist
+  .venv/bin/python tests/parity/authors_parity.py ... --sequence cisplitmnist5k --network cnn_mnist
 
 Image networks (`harness_target`): ours `bcl.models.make_model(network, 10, (28, 28, 1))` with the convolution of the
 paper's setup (`patches` for the CNNs), theirs the model of the toml: fcnn256 = FCNN3 256-256-10
@@ -24,7 +24,7 @@ and the random key of one training step; it calls our method's own step loss, `b
 batch, hyper, task)` (the function `bcl.engine.train.make_task_program` differentiates), and its `predict`. From the same
 key it recovers what that loss used: the coreset batch (`coreset_draw`), the inducing inputs
 (`uniform_inducing_points`, or the coreset inputs for P-S-FSVI), the standard normals and, for mixtures, the Gumbel
-draws. Those go to an .npz; `parity/authors_side.py` (their Python, PYTHONPATH = their clone) builds their loss
+draws. Those go to an .npz; `tests/parity/authors_side.py` (their Python, PYTHONPATH = their clone) builds their loss
 with their trainer class's `update_loss`, evaluates it and its gradient on the same q and draws, and their BMA
 predictive on the same parameter draws, and writes an .npz back.
 
@@ -45,7 +45,7 @@ z_k per component and w = softmax((λ + g)/T), T = 10⁻³ (theirs: `softmax(100
 bcl/train/training/vi/gaussmix.py:143-159; ours: `bcl.vi.mixture.mixture_sample`, component_noise='independent'). So the
 same draws are injected on both sides and no Monte Carlo tolerance is needed.
 
-Known differences (seed 0, see parity/README.md):
+Known differences (seed 0, see tests/parity/README.md):
 - float32, GM methods: the logit gradient differs by up to ~1e-3 relative (every other entry <= 3e-7). It is the
   gradient of the KL bound, w * q_k (v_k - sum_j q_j v_j) with v_k = log(q_k/p_k) + KL_k: component KLs of 40-600 whose
   differences are ~10, so float32 rounding of KL_k is amplified ~60x. Their compiled loss (jit, XLA of jax 0.4.28)
@@ -62,7 +62,7 @@ MNIST-5k, FCNN 256-256 (benchmarks/results/authors_parity_cisplitmnist5k_fcnn256
 <= 1.4e-6 except the GM logit gradients (VCL 1.5e-3 to 2.5e-3, the cause above with component KLs of ~4.3e5;
 S-FSVI 3e-3 to 0.13 on logit gradients of ~0.06, through the T = 1e-3 Gumbel-softmax, not checked in float64: the
 authors' float64 side ran out of memory) and S-FSVI's derived weight w = (loss - nll)/kl (<= 1.1e-5: NLL ~500
-against KL ~10-25). parity/README.md, "The paper's image networks", has the table.
+against KL ~10-25). tests/parity/README.md, "The paper's image networks", has the table.
 
 Without --authors-repo/--authors-python, or when the authors' environment cannot import their code, it prints one
 line and exits with status 0.

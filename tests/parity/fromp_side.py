@@ -1,4 +1,4 @@
-"""The official half of `parity/fromp_parity.py`: FROMP's pieces computed by the official PyTorch code
+"""The official half of `tests/parity/fromp_parity.py`: FROMP's pieces computed by the official PyTorch code
 (github.com/team-approx-bayes/fromp, code at commit f5db51c) on weights, data and labels read from an .npz, written
 to an .npz.
 

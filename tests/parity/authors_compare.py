@@ -1,6 +1,6 @@
-"""Seeds side by side: the authors' code (parity/authors_seeds.py) against bcl (benchmarks/bcl_seeds.py).
+"""Seeds side by side: the authors' code (tests/parity/authors_seeds.py) against bcl (benchmarks/bcl_seeds.py).
 
-Usage: .venv/bin/python parity/authors_compare.py [--out experiments/tables/authors_seeds.md]
+Usage: .venv/bin/python tests/parity/authors_compare.py [--out experiments/tables/authors_seeds.md]
 
 Reads benchmarks/results/authors_seeds.jsonl and benchmarks/results/bcl_seeds.jsonl and writes, per sequence (CI
 Split 2D Iris, DI Sinusoid), a markdown table of final average test accuracy (mean ± sd, n seeds) per run with a
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository: this file is tests/parity/X.py
 # The authors' trainer ids (experiments/svi_*_fcnn.toml at b838074) and bcl's method names; si1..si15 is SI's grid.
 TRAINER_METHODS = {"simple_gvcl": "p-g-vcl", "likelihood_exact_gvcl": "l-g-vcl", "simple_gmvcl": "p-gm-vcl",
                    "likelihood_exact_gmvcl": "l-gm-vcl", "prior_exact_gsfsvi": "p-g-sfsvi",
@@ -211,7 +211,7 @@ def main() -> int:
     results = ROOT / "benchmarks" / "results"
     authors, ours = unique_runs(_lines(results / "authors_seeds.jsonl")), _lines(results / "bcl_seeds.jsonl")
     if not authors:
-        print("authors_compare.py: no benchmarks/results/authors_seeds.jsonl yet (run parity/authors_seeds.py).")
+        print("authors_compare.py: no benchmarks/results/authors_seeds.jsonl yet (run tests/parity/authors_seeds.py).")
         return 0
     sys.path.insert(0, str(ROOT))
     from bcl.core import atomic_write_bytes
@@ -224,7 +224,7 @@ def main() -> int:
             sections.append(f"## {title}\n\n" + table(theirs, mine) + "\n")
     text = ("# The authors' code against bcl over seeds\n\n"
             "Final average test accuracy after the last task, per seed; the authors' code is github.com/blackblitz/bcl "
-            "at b838074, unmodified (`parity/authors_seeds.py`), bcl is `benchmarks/bcl_seeds.py`; both train on "
+            "at b838074, unmodified (`tests/parity/authors_seeds.py`), bcl is `benchmarks/bcl_seeds.py`; both train on "
             "the same arrays (the authors' prepared files equal `bcl.data.sequences.load_sequence`'s). SI selects its λ × ξ per "
             "seed by validation in both codes; 'SI at λ=…, ξ=…' runs that one grid point on every seed in both codes "
             "(the authors' trainer block alone, bcl's `--fix`). Welch's t is bcl minus the authors' code. Holm p adjusts each method's "
