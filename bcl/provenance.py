@@ -25,7 +25,8 @@ __all__ = ['OUTSIDE_COMPUTATION', 'DRAWING', 'PACKAGES', 'SLURM_FIELDS', 'code_v
 
 # %% ../nbs/02_provenance.ipynb #fe760982
 # paths under bcl/ that no computation imports: left out of code_version
-OUTSIDE_COMPUTATION = ("_modidx.py", "table/ledger.py", "cli.py", "resources.py", "table/batch.py", "table/devices.py")
+OUTSIDE_COMPUTATION = ("_modidx.py", "table/ledger.py", "cli.py", "resources.py", "table/batch.py", "table/devices.py",
+                       "staleness.py")
 
 def _package_folder() -> Path:
     import bcl

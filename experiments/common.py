@@ -26,7 +26,7 @@ def pretraining_record(name: str, pretraining) -> dict:
     from bcl.extractor.features import features_dir
     extractor = read_manifest(features_dir() / "extractors" / pretraining.task)
     # the fields of an extractor record (nbs/extractor/43_extractor_record.ipynb), from the manifest read here, so that
-    # the tables without features do not depend on that module (experiments/stale.py follows imports)
+    # the tables without features do not depend on that module (bcl.staleness follows imports)
     record = {"task": pretraining.task, "params_sha256": extractor["files"]["params.npz"],
               "test_accuracy": extractor["pretraining"].get("test_accuracy"), "created": extractor.get("created")}
     return {"pretraining": {"settings": pretraining._asdict(), "summary": extractor["pretraining"]}, "extractor": record}

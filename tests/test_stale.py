@@ -1,12 +1,10 @@
-"""experiments/stale.py: which committed figures and tables another code version made."""
+"""bcl.staleness (`make stale`): which committed figures and tables another code version made."""
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-import stale  # noqa: E402
+from bcl import staleness as stale
 
 
 def test_versions_are_found_anywhere_in_a_document():
