@@ -19,8 +19,8 @@ from .map import l2_penalty, map_predict
 from ..models import Model
 
 # %% auto #0
-__all__ = ['SETTINGS', 'TOY_SETTINGS', 'output_curvature', 'logit_rows', 'dual_precision', 'SfrMemory', 'sfr_memory_init',
-           'sfr_store', 'sfr_penalty', 'settings_for', 'sfr', 'build']
+__all__ = ['SETTINGS', 'TOY_SETTINGS', 'output_curvature', 'logit_rows', 'GgnKernel', 'dual_precision', 'SfrMemory',
+           'sfr_memory_init', 'DualSettings', 'sfr_store', 'sfr_penalty', 'settings_for', 'sfr', 'build']
 
 # %% ../../nbs/methods/45_sfr.ipynb #ea81b529
 def output_curvature(logits: jax.Array, head: jax.Array | None = None) -> jax.Array:
@@ -37,13 +37,18 @@ def logit_rows(model: Model, params, xs: jax.Array, c) -> jax.Array:
     return jax.vmap(jax.grad(logit), in_axes=(None, 0))(flat, xs)
 
 # %% ../../nbs/methods/45_sfr.ipynb #9eb958db
-def dual_precision(model: Model, params, zs: jax.Array, xs: jax.Array, scale, jitter: float,
+class GgnKernel(NamedTuple):
+    "The kernel on logit c, `scale`·J_c J_cᵀ, and the jitter ε added to its diagonal at the inducing inputs."
+    scale: float | jax.Array
+    jitter: float
+
+def dual_precision(model: Model, params, zs: jax.Array, xs: jax.Array, kernel: GgnKernel,
                    mask: jax.Array | None = None, chunk_size: int = 256, head: jax.Array | None = None) -> jax.Array:
     """B̄⁻¹_c = (K_zz + εI)⁻¹ (Σ_i k_zi β_ic k_iz) (K_zz + εI)⁻¹ (C, M, M) for every logit c (lines 168-216):
     the curvature of the rows of `xs` (those of `mask` 1) carried to the logits at the inducing inputs `zs` (M, ...),
-    with the kernel `scale`·J_c J_cᵀ and ε = `jitter`; computed through a QR factor (see above). 9 parameters: the
-    network, the inducing and data rows with their mask, the kernel's scale and jitter, the chunk size (memory, not
-    maths) and the task's `head` (task-incremental: the curvature of its softmax)."""
+    with the `kernel`; computed through a QR factor (see above). `chunk_size` rows at a time (memory, not maths);
+    with the task's `head` (task-incremental), the curvature of its softmax."""
+    scale, jitter = kernel
     n_out = jax.eval_shape(model.apply, params, zs[:1]).shape[-1]
     mask = jnp.ones(xs.shape[0]) if mask is None else mask
     x_chunks, real = row_chunks(xs, chunk_size)
@@ -82,20 +87,26 @@ def sfr_memory_init(n_tasks: int, n_points: int, input_shape: Sequence[int], n_o
     return SfrMemory(jnp.zeros((n_tasks, n_points, *input_shape)), jnp.zeros((n_tasks, n_points, n_outputs)), eye,
                      jnp.zeros((), jnp.int32), jnp.zeros(n_outputs))
 
+class DualSettings(NamedTuple):
+    "What the dual precision of a task takes from SFR's settings: the weight prior's precision δ and the jitter ε."
+    precision: float
+    jitter: float
+
 def sfr_store(model: Model, params, memory: SfrMemory, zs: jax.Array, split: Split, task: TaskInfo,
-              precision: float, jitter: float, head: jax.Array | None = None) -> SfrMemory:
+              settings: DualSettings, head: jax.Array | None = None) -> SfrMemory:
     """`memory` with `task` (its first `task.n_train` rows of `split`, the rest padding) stored in the next slot:
     inducing inputs `zs`, their logits at `params`, and `dual_precision` with the kernel scale 1/(δ·N_t·t)
-    (line 185), the identity for classes not yet seen. With the task's `head` (task-incremental), the curvature is
-    its head's and the classes outside the head get 0: they are not regularised at the task's inputs. 9 parameters:
-    the network, the memory, the task (inducing inputs, data, `TaskInfo`, head) and SFR's δ and ε."""
+    (line 185) and jitter ε of `settings`, the identity for classes not yet seen. With the task's `head`
+    (task-incremental), the curvature is its head's and the classes outside the head get 0: they are not regularised
+    at the task's inputs."""
+    precision, jitter = settings
     xs, ys = jnp.asarray(split.xs), jnp.asarray(split.ys)
     mask = (jnp.arange(xs.shape[0]) < task.n_train).astype(jnp.float32)
     n_out = memory.targets.shape[-1]
     present = jnp.any((ys[None, :] == jnp.arange(n_out)[:, None]) & (mask[None, :] > 0), axis=1)
     seen = jnp.ones(n_out) if n_out == 1 else jnp.maximum(memory.seen, present.astype(memory.seen.dtype))
-    blocks = dual_precision(model, params, zs, xs, 1.0 / (precision * task.n_train * task.index), jitter, mask,
-                            head=head)
+    blocks = dual_precision(model, params, zs, xs, GgnKernel(1.0 / (precision * task.n_train * task.index), jitter),
+                            mask, head=head)
     if head is None:
         blocks = jnp.where(seen[:, None, None] > 0, blocks, jnp.eye(zs.shape[0]))
     else:
@@ -144,7 +155,7 @@ def sfr(model: Model, likelihood: str, *, batch_size: int, epochs: int, tau: flo
         params, memory = state
         rows = jax.random.randint(key, (n_points,), 0, task.n_train)
         zs = jnp.asarray(split.xs)[rows]
-        return MethodState(params, sfr_store(model, params, memory, zs, split, task, precision, jitter,
+        return MethodState(params, sfr_store(model, params, memory, zs, split, task, DualSettings(precision, jitter),
                                              task_head(likelihood, task.index)))
 
     record = counts | dict(tau=tau, jitter=jitter, precision=precision)

@@ -140,7 +140,7 @@ def pieces(found, python, seed: int) -> list[dict]:
     from jax.flatten_util import ravel_pytree
     from bcl.core import Split
     from bcl.engine.train import TaskInfo
-    from bcl.methods.sfr import sfr_memory_init, sfr_penalty, sfr_store
+    from bcl.methods.sfr import DualSettings, sfr_memory_init, sfr_penalty, sfr_store
     from bcl.methods.map import l2_penalty
     from bcl.engine.train import nll_sum
     from bcl.models import make_model
@@ -165,7 +165,7 @@ def pieces(found, python, seed: int) -> list[dict]:
         xs = jnp.asarray(arrays[f"train_xs{t}"].reshape(-1, *shape))
         ys = jnp.asarray(arrays[f"train_ys{t}"].astype(np.int32))
         memory = sfr_store(model, theta, memory, xs[theirs[f"rows{t}"]], Split(xs, ys), TaskInfo(t + 1, len(ys), 1),
-                           SETTINGS["delta"], SETTINGS["jitter"])
+                           DualSettings(SETTINGS["delta"], SETTINGS["jitter"]))
         ours_seen.append(np.flatnonzero(np.asarray(memory.seen)).tolist())
     rows = []
     add = lambda name, error, tol, note="": rows.append(
