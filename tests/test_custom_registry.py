@@ -93,13 +93,13 @@ def test_registered_names_in_any_letter_case(plugin, tmp_path):
     from bcl.data.sequences import load_sequence
     from bcl.models import make_model
     from bcl.paper import method_label, method_name
-    from bcl.table.plan import cell_spec, plan_cell
+    from bcl.table.plan import CellSpec, plan_cell
     sequence = load_sequence("DISplitCancer", tmp_path)
     assert (sequence.name, len(sequence), sequence.likelihood, sequence.input_shape) == ("displitcancer", 3, "sigmoid", (30,))
     assert make_model("TABULAR32", 1, (30,)).name == "tabular32"
     assert [method_name(n) for n in ("L2-Anchor", "l2_anchor", "L2ANCHOR")] == ["l2-anchor"] * 3
     assert method_label("L2-ANCHOR") == "L2 anchor"
-    spec = cell_spec("DI-Cancer-Tabular", "L2-Anchor", "offline", [0])
+    spec = CellSpec("DI-Cancer-Tabular", "L2-Anchor", "offline", [0]).checked()
     assert (spec.column, spec.method) == ("di-cancer-tabular", "l2-anchor")
     assert plan_cell("di-cancer-tabular", "P-G-SFSVI", "OFFLINE").sequence == "displitcancer"
 

@@ -19,9 +19,9 @@ from ..paper import (EXTRA_METHODS, FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS,
 # %% auto #0
 __all__ = ['USER_COLUMNS', 'ProfileName', 'ScheduleName', 'SMOKE', 'PROFILES', 'OFFLINE_SEQUENCES', 'OFFLINE_PRETRAINING',
            'SCHEDULES', 'PAPER_TRAIN_POINTS', 'table_column', 'register_column', 'SmallRun', 'Profile', 'Schedule',
-           'check_profile', 'check_schedule', 'CellSpec', 'cell_spec', 'check_extractor', 'CellPlan', 'ColumnData',
-           'column_data', 'plan_cell', 'data_inputs', 'missing_data', 'run_name', 'run_of', 'import_plugins',
-           'plugin_versions', 'data_manifest', 'cell_hash']
+           'check_profile', 'check_schedule', 'CellSpec', 'known_cell_fields', 'check_extractor', 'CellPlan',
+           'ColumnData', 'column_data', 'plan_cell', 'data_inputs', 'missing_data', 'run_name', 'run_of',
+           'import_plugins', 'plugin_versions', 'data_manifest', 'cell_hash']
 
 # %% ../../nbs/table/60_plan.ipynb #88d0b480
 USER_COLUMNS: dict[str, Column] = {}  # key -> Column (table 'custom'); filled by register_column only
@@ -138,16 +138,17 @@ def check_schedule(schedule: str | Schedule) -> Schedule:
     return schedule if isinstance(schedule, Schedule) else SCHEDULES[check_choice("schedule", schedule, tuple(SCHEDULES))]
 
 class CellSpec(NamedTuple):
-    """One cell, validated and canonical (build it with `cell_spec`): what the user asks for. It crosses the papermill
-    boundary as a dict (`parameters`, the template's parameter names) and is rebuilt there by `from_parameters`."""
-    column: str  # canonical key
-    method: str  # canonical name
-    profile: ProfileName
-    seeds: tuple[int, ...]
-    schedule: ScheduleName
-    component_noise: str
-    epochs: int | None  # None: the setup's (or the schedule's, or the small run's)
-    plugins: tuple[str, ...] = ()
+    """One cell: what the user asks for, as written (`CellSpec("CI-MNIST-FE", "L-GM-SFSVI", "offline")`) or canonical
+    after `checked()`, its one validation. It crosses the papermill boundary as a dict (`parameters`, the template's
+    parameter names) and is rebuilt there by `from_parameters`."""
+    column: str | Column  # canonical: the column's key
+    method: str  # canonical: the method's name
+    profile: ProfileName | Profile  # canonical: the profile's name
+    seeds: Sequence[int] = (0, 1, 2, 3, 4)  # canonical: a tuple
+    schedule: ScheduleName = "epochs"
+    component_noise: str | None = None  # None: the profile's mixture sampler
+    epochs: int | None = None  # None: the setup's (or the schedule's, or the small run's)
+    plugins: Sequence[str] = ()  # modules to import first (user columns and methods)
     extractor: str | None = None  # an extractor column's pre-training task in place of the profile's; None: the profile's
     kl_weighting: str | None = None  # S-FSVI's KL weight: 'paper' (the text's B/C) or 'code' (B/(tC), B/M); None: the code's
 
@@ -163,42 +164,44 @@ class CellSpec(NamedTuple):
 
     @classmethod
     def from_parameters(cls, parameters: dict) -> CellSpec:
-        "The cell of a parameter dict (`parameters`, the template's), validated once by `cell_spec`."
-        names = ("column", "method", "profile", "seeds", "schedule", "component_noise", "epochs", "plugins", "extractor",
-                 "kl_weighting")
-        unknown = sorted(set(parameters) - set(names))
-        if unknown:
-            raise ValueError(f"Unknown cell parameters {unknown}; a cell takes {', '.join(names)}.")
-        return cell_spec(**parameters)
+        "The cell of a parameter dict (`parameters`, the template's), checked."
+        return cls(**known_cell_fields(parameters)).checked()
 
-def cell_spec(column: str | Column, method: str, profile: str | Profile, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
-              schedule: str = "epochs", component_noise: str | None = None, epochs: int | None = None,
-              plugins: Sequence[str] = (), extractor: str | None = None, kl_weighting: str | None = None) -> CellSpec:
-    """The one validation of a cell (10 parameters: one per field of the `CellSpec` it returns): canonical names,
-    seeds, schedule, mixture sampler (default: the profile's), epochs, plugins, extractor, S-FSVI's KL weighting."""
-    from bcl.vi.mixture import COMPONENT_NOISE
-    column = (column if isinstance(column, Column) else table_column(column)).key
-    method, profile = method_name(method), check_profile(profile)
-    if method not in TABLE_METHODS and method not in EXTRA_METHODS and method not in USER_METHODS:
-        raise ValueError(f"{method!r} is not a method of Table faa; choose one of {', '.join(TABLE_METHODS)} or a "
-                         "registered one (bcl.paper.register_method).")
-    if not isinstance(seeds, (list, tuple)) or not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
-                                                                 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be a non-empty list of distinct non-negative integers, got {seeds!r}.")
-    schedule = check_schedule(schedule).name
-    noise = check_choice("component_noise", profile.component_noise if component_noise is None else component_noise,
-                         COMPONENT_NOISE)
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be a positive integer or None (the paper's), got {epochs!r}.")
-    if isinstance(plugins, str) or not all(isinstance(m, str) and m for m in plugins):
-        raise ValueError(f"plugins must be a list of importable module names, e.g. ['my_plugin'], got {plugins!r}.")
-    if extractor is not None:
-        extractor = check_extractor(table_column(column), extractor)
-    if kl_weighting is not None:
-        from bcl.factory import check_overrides
-        check_overrides(method, {"kl_weighting": kl_weighting})  # S-FSVI only, 'code' or 'paper'
-    return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins), extractor,
-                    kl_weighting)
+    def checked(self) -> CellSpec:
+        """The one validation of a cell, canonical: names, seeds, schedule, mixture sampler (default: the profile's),
+        epochs, plugins, extractor, S-FSVI's KL weighting. A `ValueError` says what to pass instead."""
+        from bcl.vi.mixture import COMPONENT_NOISE
+        column = (self.column if isinstance(self.column, Column) else table_column(self.column)).key
+        method, profile, seeds = method_name(self.method), check_profile(self.profile), self.seeds
+        if method not in TABLE_METHODS and method not in EXTRA_METHODS and method not in USER_METHODS:
+            raise ValueError(f"{method!r} is not a method of Table faa; choose one of {', '.join(TABLE_METHODS)} or a "
+                             "registered one (bcl.paper.register_method).")
+        if not isinstance(seeds, (list, tuple)) or not seeds or any(
+                isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be a non-empty list of distinct non-negative integers, got {seeds!r}.")
+        schedule = check_schedule(self.schedule).name
+        noise = check_choice("component_noise",
+                             profile.component_noise if self.component_noise is None else self.component_noise,
+                             COMPONENT_NOISE)
+        epochs, plugins, extractor = self.epochs, self.plugins, self.extractor
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+            raise ValueError(f"epochs must be a positive integer or None (the paper's), got {epochs!r}.")
+        if isinstance(plugins, str) or not all(isinstance(m, str) and m for m in plugins):
+            raise ValueError(f"plugins must be a list of importable module names, e.g. ['my_plugin'], got {plugins!r}.")
+        if extractor is not None:
+            extractor = check_extractor(table_column(column), extractor)
+        if self.kl_weighting is not None:
+            from bcl.factory import check_overrides
+            check_overrides(method, {"kl_weighting": self.kl_weighting})  # S-FSVI only, 'code' or 'paper'
+        return CellSpec(column, method, profile.name, tuple(seeds), schedule, noise, epochs, tuple(plugins), extractor,
+                        self.kl_weighting)
+
+def known_cell_fields(fields: dict) -> dict:
+    "`fields` when each names a field of `CellSpec`; a `ValueError` listing them otherwise."
+    unknown = sorted(set(fields) - set(CellSpec._fields))
+    if unknown:
+        raise ValueError(f"Unknown cell parameters {unknown}; a cell takes {', '.join(CellSpec._fields)}.")
+    return fields
 
 
 def check_extractor(column: Column, extractor: str) -> str:
@@ -251,9 +254,10 @@ def column_data(column: str | Column, profile: str | Profile) -> ColumnData:
 
 def plan_cell(cell: str | Column | CellSpec, method: str | None = None, profile: str | Profile | None = None,
               seeds: Sequence[int] = (0, 1, 2, 3, 4), **options) -> CellPlan:
-    """The plan of one cell: a `CellSpec`, or the arguments of `cell_spec` (column, method, profile, seeds, schedule=,
-    component_noise=, epochs=, plugins=, extractor=, kl_weighting=). Nothing is loaded."""
-    spec = cell if isinstance(cell, CellSpec) else cell_spec(cell, method, profile, seeds, **options)
+    """The plan of one cell: a `CellSpec`, or its fields (column, method, profile, seeds, schedule=,
+    component_noise=, epochs=, plugins=, extractor=, kl_weighting=), checked. Nothing is loaded."""
+    spec = (cell if isinstance(cell, CellSpec) else CellSpec(cell, method, profile, seeds,
+                                                              **known_cell_fields(options))).checked()
     column, profile = table_column(spec.column), PROFILES[spec.profile]
     info = METHOD_INFO.get(spec.method)
     sequence, pretraining, notes = column_data(column, profile)
