@@ -60,8 +60,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pickle
-import re
 import sys
 import time
 from pathlib import Path
@@ -69,13 +67,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 FOLDER = ROOT / "results" / "hmc_function_space"
-PAPER_TARGET = 0.8  # the window adaptation's target acceptance rate in the authors' bcl/train/hmcnuts.py at b838074
+TABLES = ROOT / "experiments" / "tables"
+COMMAND = "python benchmarks/hmc_function_space.py"
 
-
-def target_suffix(target: float) -> str:
-    "The name's suffix of a trace or table sampled with warm-up target acceptance `target`: '', '_target90' for 0.9."
-    percent = f"{round(target * 100, 6):g}".replace(".", "p")  # no dot: Path.with_suffix would cut the name there
-    return "" if target == PAPER_TARGET else f"_target{percent}"
+from bcl.figure.hmc_convergence import (PAPER_TARGET, ConvergenceSpec, committed_rows, convergence_rows,  # noqa: E402
+                                        kept_rows, sample_trace, stored_results, stored_runs, table_source,
+                                        target_suffix, trace_positions, write_convergence_table)
 
 
 def _host_devices(chains: int) -> None:
@@ -85,101 +82,51 @@ def _host_devices(chains: int) -> None:
 
 
 def sample(args) -> None:
+    "The study's run (`bcl.figure.hmc_convergence.sample_trace`), its chains over the host devices."
     _host_devices(args.chains)
-    import jax
-    from jax.flatten_util import ravel_pytree
-    import numpy as np
-    from bcl.core import atomic_write_json
-    from bcl.data.sequences import load_sequence
-    from bcl.methods.hmc import HMCSettings, parallel_chain_devices, run_hmc_sequence, summarise_hmc_info, vectorised_chains
-    from bcl.models import make_model
-    from bcl.provenance import provenance
-    sequence = load_sequence(args.sequence)
-    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
-    load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
-    devices = parallel_chain_devices(args.chains)
-    vectorise = vectorised_chains(args.vectorise, devices)  # --vmap, --in-turn, else by platform
-    settings = HMCSettings(n_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
-                           target_acceptance_rate=args.target_acceptance, devices=devices, vectorise_chains=vectorise)
-    (run,) = run_hmc_sequence(jax.random.key(args.seed), model, sequence, settings, tasks=[args.task],
-                              keep_trace=True, progress=False, store=args.store)
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    stem = FOLDER / f"{args.sequence}_t{args.task}_c{args.chains}{target_suffix(args.target_acceptance)}"
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(run.result.trace.position)
-    np.savez_compressed(stem.with_suffix(".npz"), positions=np.asarray(flat))
-    record = {"sequence": args.sequence, "task": args.task, "chains": args.chains, "in_turn": not vectorise,
-              "warmup": args.warmup, "samples": args.samples, "target_acceptance": args.target_acceptance,
-              "seed": args.seed, "n_devices": len(jax.devices()),
-              "compile_s": run.result.compile_seconds, "sampling_s": run.result.run_seconds, "wall_s": wall,
-              "cpu_s": cpu, "load_before": load_before, "load_after": os.getloadavg(),
-              "parameter_space": summarise_hmc_info(run.result.info), "provenance": provenance()}
-    atomic_write_json(stem.with_suffix(".json"), record)
-    print(json.dumps(record))
+    spec = ConvergenceSpec(args.sequence, args.task, args.chains, args.warmup, args.samples, args.seed,
+                           args.target_acceptance, args.vectorise)
+    print(json.dumps(sample_trace(spec, FOLDER, args.store)))
 
 
 def table(args) -> None:
-    import jax
-    from jax.flatten_util import ravel_pytree
-    import jax.numpy as jnp
-    import numpy as np
-    from bcl.data.sequences import load_sequence
-    from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
-    from bcl.methods.hmc import convergence_summary, predictive_convergence
-    from bcl.models import make_model
+    "The study's table (`bcl.figure.hmc_convergence.convergence_rows`) from the traces at hand or a stored run."
     stem = "hmc_function_space" + (f"_{args.sequence}" if args.sequence else "") + target_suffix(args.target_acceptance)
     if args.tasks and not args.store:
         raise SystemExit("--tasks needs --store: it picks tasks of a visualisation run's stored HMC tasks")
     if args.store:
         if not args.sequence:
             raise SystemExit("--store needs --sequence: the visualisation run's sequence")
-        runs = list(stored_runs(Path(args.store), args.sequence, args.tasks))
+        try:
+            runs = list(stored_runs(Path(args.store), args.sequence, args.tasks))
+        except ValueError as error:
+            raise SystemExit(str(error))
         other = sorted({record["target_acceptance"] for record, _ in runs} - {args.target_acceptance})
         if other:
             raise SystemExit(f"{args.store} was sampled with warm-up target acceptance {other}, not "
                              f"{args.target_acceptance}: judge it with --target-acceptance {other[0]} (its own table)")
         # the visualisation run's traces replace the sequence's rows; with --tasks, only those tasks' rows
         rows = [] if args.tasks is None else [
-            row for row in committed_rows(ROOT / "experiments" / "tables" / f"{stem}.json")
-            if int(row["task"]) not in args.tasks]
+            row for row in committed_rows(TABLES / f"{stem}.json") if int(row["task"]) not in args.tasks]
     else:
         paths = sorted(FOLDER.glob(f"{args.sequence or ''}*.json"))
         runs = [(json.loads(path.read_text()), path.with_suffix(".npz")) for path in paths]
         runs = [(record, trace) for record, trace in runs  # traces saved before the option was recorded: the paper's
                 if record.get("target_acceptance", PAPER_TARGET) == args.target_acceptance]
-        rows = kept_rows(ROOT / "experiments" / "tables" / f"{stem}.json", [record for record, _ in runs])
+        rows = kept_rows(TABLES / f"{stem}.json", [record for record, _ in runs])
         if rows:
             print(f"kept {len(rows)} rows of the committed table whose traces are not in {FOLDER}", flush=True)
+    command = (f"{COMMAND} table"
+               + (f" --sequence {args.sequence}" if args.sequence else "")
+               + (f" --store {args.store} --counts {' '.join(map(str, args.counts))}" if args.store else "")
+               + (f" --tasks {' '.join(map(str, args.tasks))}" if args.tasks else "")
+               + (f" --target-acceptance {args.target_acceptance:g}" if target_suffix(args.target_acceptance) else ""))
+    source = table_source(bool(args.store), args.sequence, args.target_acceptance, COMMAND)
     for record, trace in runs:
-        sequence = load_sequence(record["sequence"])
-        model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
-        if isinstance(trace, Path):
-            unravel = ravel_pytree(model.init(jax.random.key(0)))[1]
-            positions = jax.vmap(jax.vmap(unravel))(jnp.asarray(np.load(trace)["positions"]))
-        else:
-            positions = trace
-        test_xs = np.concatenate([task.test.xs for task in sequence.tasks])
-        xs = np.concatenate([test_xs, plot_grid(PLOT_WINDOWS[record["sequence"]], args.grid_resolution)])
-        counts = [c for c in args.counts if c <= record["chains"] and record["chains"] % c == 0]
-        for c in counts:
-            rhat, ess = predictive_convergence(jax.tree.map(lambda a: a[:c], positions), model, xs,
-                                               sequence.likelihood)
-            d = convergence_summary(rhat, ess)
-            rows.append({"sequence": record["sequence"], "task": record["task"], "chains": c,
-                         "draws per chain": record["samples"], "max R̂": round(d["max_rhat"], 3),
-                         "min bulk ESS": round(d["min_ess_bulk"], 1),
-                         "converged": "yes" if d["converged"] else "no",
-                         "target acceptance": record.get("target_acceptance", PAPER_TARGET),
-                         "scalars over R̂ / under ESS": f"{d['n_rhat_over']} / {d['n_ess_under']} of {d['n_scalars']}",
-                         "HMC s (run of)": f"{record['wall_s']:.0f} ({record['chains']} chains"
-                                           f"{', in turn' if record.get('in_turn') else ''})",
-                         "load (1 min) before/after": "–" if record.get("load_before") is None else
-                         f"{record['load_before'][0]:.1f}/{record['load_after'][0]:.1f}",
-                         "parameter max R̂": round(record["parameter_space"]["max_rank_rhat"], 3),
-                         # the code that sampled the trace (`make stale`); traces saved before it was recorded: None
-                         "bcl_code": record.get("provenance", {}).get("bcl_code")})
-            print(rows[-1], flush=True)
-            _write_table(args, stem, rows)
+        for row in convergence_rows(record, trace_positions(record, trace), args.counts, args.grid_resolution):
+            rows.append(row)
+            print(row, flush=True)
+            write_convergence_table(TABLES, stem, rows, command, source, args.grid_resolution)  # what is finished
 
 
 def gradient(args) -> None:
@@ -449,93 +396,6 @@ def rerun(args) -> None:
         "sampled by bcl_code": record["provenance"]["bcl_code"], "settings": settings, "reruns": rows, **reference,
         "seconds": round(time.perf_counter() - began, 1), "provenance": provenance()})
     print(f"wrote {out_path.relative_to(ROOT)} ({time.perf_counter() - began:.0f} s)")
-
-
-def run_of(row: dict) -> tuple[str, int, int]:
-    "(sequence, task, chains of the run) of a table row: the trace it was computed from."
-    return row["sequence"], int(row["task"]), int(re.search(r"\((\d+) chains", row["HMC s (run of)"]).group(1))
-
-
-def stored_runs(store: Path, name: str, tasks: list[int] | None = None):
-    """(record, position trace) of every task a visualisation run stored (`bcl.methods.hmc.save_task_result`, its
-    `hmc_tasks/` folder), or of those in `tasks`: the record in the form `sample` writes, its seconds the sampling
-    phase's alone."""
-    for record, result in stored_results(store, name, tasks):
-        yield record, result.trace.position
-
-
-def stored_results(store: Path, name: str, tasks: list[int] | None = None):
-    "(record, `HMCResult` with its trace) of the stored tasks, as `stored_runs`."
-    from bcl.methods.hmc import summarise_hmc_info
-    task_of = lambda p: int(re.match(r"task(\d+)-", p.name).group(1))
-    paths = sorted(store.glob("task*-*.pkl"), key=task_of)
-    if not paths:
-        raise SystemExit(f"{store} holds no stored HMC task (task<T>-<digest>.pkl): run the visualisation first")
-    missing = sorted(set(tasks or []) - {task_of(p) for p in paths})
-    if missing:
-        raise SystemExit(f"{store} holds no stored HMC task {missing} (it has {sorted({task_of(p) for p in paths})}): "
-                         "sample it first (`sample --store`) or leave it out of --tasks")
-    paths = [p for p in paths if tasks is None or task_of(p) in tasks]
-    for path in paths:
-        stored = pickle.loads(path.read_bytes())
-        settings, result = stored["fingerprint"]["settings"], stored["result"]
-        if result.trace is None:
-            raise SystemExit(f"{path} kept no trace (keep_trace: false)")
-        record = {"sequence": name, "task": int(re.match(r"task(\d+)-", path.name).group(1)),
-                  "chains": settings["n_chains"], "samples": settings["num_samples"],
-                  "warmup": settings["num_warmup"], "target_acceptance": settings["target_acceptance_rate"],
-                  "wall_s": float(result.run_seconds),
-                  "parameter_space": summarise_hmc_info(result.info),
-                  "provenance": {"bcl_code": stored["fingerprint"]["code"]}, "fingerprint": stored["fingerprint"]}
-        yield record, result
-
-
-def committed_rows(committed: Path) -> list[dict]:
-    "The rows of a committed table; none where there is no table yet."
-    return json.loads(committed.read_text()) if committed.is_file() else []
-
-
-def kept_rows(committed: Path, records: list[dict]) -> list[dict]:
-    """The rows of the committed table whose trace is not among the trace `records` at hand (traces live in the
-    git-ignored results folder, which a new checkout lacks): a rebuilt table keeps what earlier runs measured."""
-    present = {(r["sequence"], int(r["task"]), int(r["chains"])) for r in records}
-    return [row for row in committed_rows(committed) if run_of(row) not in present]
-
-
-# the paper-settings visualisation run of each sequence, whose stored HMC tasks `table --store` reads
-MAKE_TARGETS = {"cisplit2diris": "make demo-iris", "disinusoid": "make demo-sinusoid"}
-
-
-def _write_table(args, stem, rows) -> None:
-    "Write the rows so far (a long computation leaves what it finished)."
-    from bcl.core import atomic_write_bytes, atomic_write_json
-    from bcl.figure.report import markdown_table
-    rows = sorted(rows, key=lambda r: (r["sequence"], r["task"], r["chains"]))
-    command = ("python benchmarks/hmc_function_space.py table"
-               + (f" --sequence {args.sequence}" if args.sequence else "")
-               + (f" --store {args.store} --counts {' '.join(map(str, args.counts))}" if args.store else "")
-               + (f" --tasks {' '.join(map(str, args.tasks))}" if args.tasks else "")
-               + (f" --target-acceptance {args.target_acceptance:g}" if target_suffix(args.target_acceptance) else ""))
-    if not args.store:
-        source = ("the traces of `python benchmarks/hmc_function_space.py sample --sequence S --task T --chains C` "
-                  "(1000 warm-up, 100 NUTS steps per chain, fcnn16, key 1337)")
-    elif not target_suffix(args.target_acceptance):
-        source = (f"the HMC tasks a visualisation run stored (`{MAKE_TARGETS[args.sequence]}`: the paper's settings, "
-                  "1000 warm-up steps, fcnn16, key 1337; seconds of the sampling phase alone, the load not recorded)")
-    else:
-        source = ("the HMC tasks that `python benchmarks/hmc_function_space.py sample --store` kept (the paper's "
-                  f"settings but a warm-up target acceptance of {args.target_acceptance:g}, the paper's "
-                  f"{PAPER_TARGET:g}; 1000 warm-up steps, fcnn16, key 1337; seconds of the sampling phase alone)")
-    header = ("# HMC-NUTS convergence in function space against the number of chains\n\n"
-              f"Written by `{command}` from {source}. max R̂: rank-normalised split R̂ (max of bulk and "
-              "folded, Vehtari et al. 2021) of the predictive probabilities, maximised over the test points, "
-              f"the {args.grid_resolution}² plotting-grid points and the classes; min bulk ESS: the smallest bulk "
-              "ESS over the same. Thresholds: R̂ ≤ 1.01 and bulk ESS ≥ 400. Rows with fewer chains than the run use "
-              "its first chains. Seconds are the wall time of the run (compilation included; \"in turn\": each "
-              "device ran its chains one after the other instead of vmapped) on a 2-core CPU shared with other "
-              "jobs (the load column).\n\n")
-    atomic_write_bytes(ROOT / "experiments" / "tables" / f"{stem}.md", (header + markdown_table(rows)).encode())
-    atomic_write_json(ROOT / "experiments" / "tables" / f"{stem}.json", rows)
 
 
 def main() -> None:
