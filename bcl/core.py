@@ -20,7 +20,8 @@ import numpy as np
 __all__ = ['project_root', 'project_path', 'data_dir', 'results_dir', 'figures_dir', 'tree_size', 'tree_sum', 'tree_vdot',
            'tree_ravel', 'random_flat', 'tree_random_normal', 'tree_stack', 'tree_index', 'row_chunks',
            'check_same_structure', 'check_positive', 'largest_divisor_at_most', 'assert_trees_allclose', 'did_you_mean',
-           'check_choice', 'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task', 'TaskSequence']
+           'check_choice', 'check_instance', 'named_keys', 'atomic_write_bytes', 'atomic_write_json', 'Split', 'Task',
+           'TaskSequence']
 
 # %% ../nbs/00_core.ipynb #52ae56cd
 def project_root() -> Path:
@@ -188,6 +189,13 @@ def check_choice(name: str, value, choices, hint: str = ""):
             return choice
     raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}."
                      f"{did_you_mean(value, choices)}{hint}")
+
+def check_instance(name: str, value, kind: type, example: str):
+    """`value` if it is a `kind`, else `ValueError` naming `name`, the type, what came and an `example` of one with
+    its import path. Every "must be a" check of an argument's type uses it."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be a {kind.__name__}, got {type(value).__name__}; e.g. {example}.")
+    return value
 
 # %% ../nbs/00_core.ipynb #7d3bc100
 def named_keys(key: jax.Array, *names: str) -> dict[str, jax.Array]:

@@ -229,9 +229,8 @@ def _positive_int(value) -> bool:
 
 def check_setup(s: Setup, name: str = "the setup") -> Setup:
     "`s` if every field is usable (learning rate as a float, sample sizes as tuples), else `ValueError` listing every bad field."
-    if not isinstance(s, Setup):
-        raise ValueError(f"{name} must be a bcl.paper.Setup(learning_rate, batch_size, epochs, coreset_size, er_batch), "
-                         f"got {type(s).__name__}.")
+    from bcl.core import check_instance
+    check_instance(name, s, Setup, "bcl.paper.Setup(learning_rate, batch_size, epochs, coreset_size, er_batch)")
     problems = []
     lr = s.learning_rate
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0 or lr == float("inf"):

@@ -10,7 +10,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from .. import core
-from ..core import Split, Task, TaskSequence
+from ..core import Split, Task, TaskSequence, check_instance
 
 # %% auto #0
 __all__ = ['stratified_split', 'class_positions', 'SplitPlan', 'plan_splits', 'SplitRules', 'assemble_sequence', 'make_sequence',
@@ -161,10 +161,8 @@ def _check_rules(rules, unknown: dict, caller: str) -> SplitRules:
                  f"; the split rules are {', '.join(SplitRules._fields)}, passed as rules=SplitRules(...)")
         raise TypeError(f"{caller} got unexpected keyword arguments {sorted(unknown)}{where} "
                         "(bcl.data.splits.SplitRules).")
-    if not isinstance(rules, SplitRules):
-        raise ValueError(f"rules must be a bcl.data.splits.SplitRules, got {type(rules).__name__}; e.g. "
-                         "SplitRules(class_names=('cat', 'dog'), input_divisor=255).")
-    return rules
+    return check_instance("rules", rules, SplitRules,
+                          "bcl.data.splits.SplitRules(class_names=('cat', 'dog'), input_divisor=255)")
 
 def assemble_sequence(name: str, xs, ys, class_split: Sequence[Sequence], label_map: Mapping | None = None, *,
                       test=None, rules: SplitRules = SplitRules(), **unknown) -> tuple[TaskSequence, dict]:

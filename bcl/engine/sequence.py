@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from .compilation import PROGRAMS, _predict_program, fast_compile_options, fitting_chunk
 from .checkpoint import load_checkpoint, refusal, run_fingerprint, save_checkpoint
-from ..core import Split, TaskSequence, atomic_write_bytes, check_choice, named_keys, tree_size
+from ..core import Split, TaskSequence, atomic_write_bytes, check_choice, check_instance, named_keys, tree_size
 from ..metrics import (accuracy, average_forgetting, backward_transfer, expected_calibration_error, final_average_accuracy,
                          forward_transfer, mean_nll)
 from .heads import TaskHeads, given_task, method_likelihood
@@ -61,12 +61,8 @@ def hyper_configs(hyper: dict) -> list[dict[str, float]]:
 # %% ../../nbs/engine/23_sequence.ipynb #27c9f132
 def check_sequence(method: Method, sequence: TaskSequence) -> None:
     "Raise `ValueError` if `sequence` does not fit `method`'s model and likelihood."
-    if not isinstance(method, Method):
-        raise ValueError(f"method must be a bcl.engine.train.Method (e.g. bcl.factory.build(name, sequence).method), "
-                         f"got {type(method).__name__}.")
-    if not isinstance(sequence, TaskSequence):
-        raise ValueError(f"sequence must be a bcl.core.TaskSequence (e.g. from bcl.data.sequences.load_sequence), got "
-                         f"{type(sequence).__name__}.")
+    check_instance("method", method, Method, "bcl.factory.build(name, sequence).method")
+    check_instance("sequence", sequence, TaskSequence, "bcl.data.sequences.load_sequence(name)")
     model = method.model
     needed = method_likelihood(sequence)
     if method.likelihood != needed:
@@ -399,9 +395,7 @@ def train_sequence(method: Method,  # what to train (`bcl.methods.map`, `bcl.vi.
     `options`, how it is resumed, checked, evaluated, compiled, keyed and spread over devices."""
     check_sequence(method, sequence)
     check_data(method, sequence)  # every setting against the data, before anything is compiled
-    if not isinstance(options, TrainOptions):
-        raise ValueError(f"options must be a bcl.engine.sequence.TrainOptions, got {type(options).__name__}; e.g. "
-                         "TrainOptions(restart=True).")
+    check_instance("options", options, TrainOptions, "bcl.engine.sequence.TrainOptions(restart=True)")
     task_keys = check_task_keys(options.task_keys)
     program = check_choice("program", options.program, PROGRAM_KINDS, " ('task': one compiled program per task; "
                            "'step': one per optimiser step, for networks whose gradient runs slowly inside a loop)")

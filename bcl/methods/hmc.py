@@ -22,7 +22,8 @@ import numpy as np
 from blackjax.adaptation.base import get_filter_adapt_info_fn
 from jax.flatten_util import ravel_pytree
 
-from ..core import TaskSequence, atomic_write_bytes, check_positive, largest_divisor_at_most, named_keys, tree_vdot
+from ..core import (TaskSequence, atomic_write_bytes, check_instance, check_positive, largest_divisor_at_most,
+                      named_keys, tree_vdot)
 from ..models import Model
 from ..engine.checkpoint import array_digest
 from ..engine.heads import TaskHeads, given_task, method_likelihood
@@ -295,11 +296,8 @@ class HMCSettings(NamedTuple):
     vectorise_chains: bool | None = None
 
 def _as_hmc_settings(settings) -> HMCSettings:
-    "`settings` if it is an `HMCSettings`, else a `TypeError` that shows one."
-    if not isinstance(settings, HMCSettings):
-        raise TypeError(f"settings must be a bcl.methods.hmc.HMCSettings, e.g. HMCSettings(n_chains=8), got "
-                        f"{settings!r}.")
-    return settings
+    "`settings` if it is an `HMCSettings`, else a `ValueError` that shows one."
+    return check_instance("settings", settings, HMCSettings, "bcl.methods.hmc.HMCSettings(n_chains=8)")
 
 def settings_sampler(log_density: Callable, settings: HMCSettings) -> Callable:
     "`hmc_sampler` for `log_density(params, data)` with the NUTS settings and chain layout of `settings`."

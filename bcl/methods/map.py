@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..core import Split, TaskSequence, check_positive, row_chunks
+from ..core import Split, TaskSequence, check_instance, check_positive, row_chunks
 from ..models import Model
 from ..engine.heads import TaskHeads, task_head
 from ..engine.train import (Batch, Method, MethodState, Training, class_log_probabilities, class_logits, coreset_add,
@@ -218,9 +218,8 @@ def map_suite(model: Model, likelihood: str, settings: MapSettings) -> dict[str,
     from bcl.engine.train import LIKELIHOODS
     if not isinstance(likelihood, TaskHeads) and likelihood not in LIKELIHOODS:
         raise ValueError(f"Unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS} (lower case).")
-    if not isinstance(settings, MapSettings):
-        raise ValueError(f"settings must be a bcl.methods.map.MapSettings, got {type(settings).__name__}; e.g. "
-                         "MapSettings(**bcl.paper.map_settings(setup), **bcl.factory.PAPER_GRIDS).")
+    check_instance("settings", settings, MapSettings,
+                   "bcl.methods.map.MapSettings(**bcl.paper.map_settings(setup), **bcl.factory.PAPER_GRIDS)")
     (learning_rate, batch_size, er_batch, coreset_size, epochs, lambdas, xis, precision, importance_sign) = settings
     check_positive("learning_rate", learning_rate)
     common = dict(epochs=epochs, precision=precision)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple, Sequence
 
 from ..beyond import BEYOND_COLUMN_KEYS, beyond_column
-from ..core import check_choice
+from ..core import check_choice, check_instance
 from ..paper import (EXTRA_METHODS, FAA_COLUMN_KEYS, METHOD_INFO, TABLE_METHODS, USER_METHODS, Column, MethodInfo, SequenceSetup,
                        faa_column, method_name)
 
@@ -64,9 +64,7 @@ def register_column(key: str, label: str, sequence: str, setup: SequenceSetup, *
         raise ValueError(f"{key!r} is a built-in column (Table faa or the table beyond the paper); choose another key.")
     if key.lower() in USER_COLUMNS and not replace:
         raise ValueError(f"Column {key.lower()!r} is already registered; pass replace=True to replace it.")
-    if not isinstance(setup, SequenceSetup):
-        raise ValueError(f"setup must be a bcl.paper.SequenceSetup(setup, model, inducing_low, inducing_high), "
-                         f"got {setup!r}.")
+    check_instance("setup", setup, SequenceSetup, "bcl.paper.SequenceSetup(setup, model, inducing_low, inducing_high)")
     paper_setup(setup.setup)  # ValueError naming the paper's setups and the registered ones
     _check_box(setup.inducing_low, setup.inducing_high, key)
     if not isinstance(setup.model, str) or setup.model.lower() not in model_names():
