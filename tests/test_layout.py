@@ -96,3 +96,43 @@ def test_no_exported_function_takes_more_than_eight_parameters():
     long = [f"{file}: {name} has {n} parameters" for file, name, n in found if n > MAX_PARAMETERS]
     assert not long, ("these exported functions take more than 8 parameters; group them in a spec or settings value "
                       "(a NamedTuple, as TrainOptions or CellSpec):\n" + "\n".join(long))
+
+
+def test_method_parts_are_compared_as_values_never_as_strings():
+    "A method's parts (`bcl.paper.Kind`, `Focus`, `Family`, `Space`) are enum members: `info.space == 'function'` is"
+    # always False, so a comparison with a string literal is a bug; none may come back in the package or the scripts
+    pattern = re.compile(r"\.(kind|focus|family|space)\s*(==|!=|\bin\b|\bis\b)\s*[\"'(]")
+    found = []
+    for folder in ("bcl", "experiments", "benchmarks", "tests/parity"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if pattern.search(line) and "dtype.kind" not in line:
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "compare a method part with its member (bcl.paper.Kind.MAP, ...):\n" + "\n".join(found)
+    from bcl.paper import METHOD_INFO, Space
+    assert METHOD_INFO["l-g-sfsvi"].space is Space.FUNCTION and METHOD_INFO["l-g-sfsvi"].space != "function"
+
+
+# Layers, bottom to top: core → data → engine → algorithms (vi, methods) → the extractor's pre-training → the paper's
+# registry and the factory → experiments (table) → figures. A layer imports nothing above it.
+ABOVE = {"bcl.data": ("bcl.engine", "bcl.vi", "bcl.methods", "bcl.extractor", "bcl.paper", "bcl.factory", "bcl.table",
+                      "bcl.figure"),
+         "bcl.vi": ("bcl.extractor", "bcl.paper", "bcl.factory", "bcl.table", "bcl.figure"),
+         "bcl.methods": ("bcl.extractor", "bcl.paper", "bcl.factory", "bcl.table", "bcl.figure"),
+         "bcl.extractor": ("bcl.paper", "bcl.factory", "bcl.table", "bcl.figure")}  # pre-training: a stage above them
+
+
+def test_layers_import_nothing_above_them():
+    crossings = set()
+    for module in _exported():
+        for layer, above in ABOVE.items():
+            if module.startswith(layer + "."):
+                crossings |= {f"{module} imports {upper}" for other in _imports(module) for upper in above
+                              if other == upper or other.startswith(upper + ".")}
+    assert not crossings, f"these modules import a layer above their own: {sorted(crossings)}"
+
+
+def test_tables_do_not_draw():
+    drawing = [str(p.relative_to(ROOT)) for p in (ROOT / "bcl" / "table").glob("*.py")
+               if re.search(r"^\s*(import|from) matplotlib", p.read_text(), re.M)]
+    assert not drawing, f"these table modules import matplotlib; drawing belongs in bcl/figure: {drawing}"
