@@ -76,7 +76,8 @@ from bcl.figure.hmc_convergence import (PAPER_TARGET, ConvergenceSpec, committed
 
 
 def _host_devices(chains: int) -> None:
-    n = max(d for d in range(1, min(chains, os.cpu_count() or 1) + 1) if chains % d == 0)
+    from bcl.core import largest_divisor_at_most  # pure Python: JAX has not started
+    n = largest_divisor_at_most(chains, os.cpu_count() or 1)
     if n > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={n}")
 

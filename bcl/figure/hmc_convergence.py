@@ -18,13 +18,20 @@ import numpy as np
 from ..core import atomic_write_bytes, atomic_write_json, check_choice, check_positive
 
 # %% auto #0
-__all__ = ['PAPER_TARGET', 'SEQUENCES', 'MAKE_TARGETS', 'target_suffix', 'ConvergenceSpec', 'sample_trace', 'stored_results',
-           'stored_runs', 'trace_positions', 'convergence_rows', 'run_of', 'committed_rows', 'kept_rows',
-           'table_source', 'write_convergence_table']
+__all__ = ['PAPER_TARGET', 'SEQUENCES', 'MAKE_TARGETS', 'study_network', 'target_suffix', 'ConvergenceSpec', 'sample_trace',
+           'stored_results', 'stored_runs', 'trace_positions', 'convergence_rows', 'run_of', 'committed_rows',
+           'kept_rows', 'table_source', 'write_convergence_table']
 
 # %% ../../nbs/figure/53_hmc_convergence.ipynb #f293a2d5
 PAPER_TARGET = 0.8  # the window adaptation's target acceptance rate in the authors' bcl/train/hmcnuts.py at b838074
 SEQUENCES = ("cisplit2diris", "disinusoid")  # the visualisation sequences
+
+def study_network(name: str):
+    "(the sequence `name`, the visualisations' network on it: fcnn16 with one output per class)."
+    from bcl.data.sequences import load_sequence
+    from bcl.models import make_model
+    sequence = load_sequence(name)
+    return sequence, make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
 
 def target_suffix(target: float) -> str:
     "The name's suffix of a trace or table sampled with warm-up target acceptance `target`: '', '_target90' for 0.9."
@@ -61,14 +68,11 @@ def sample_trace(spec: ConvergenceSpec, folder: str | os.PathLike, store: str | 
     "Sample `spec`'s task, keep its trace in `folder` (`<stem>.npz`, `<stem>.json`) and return the record."
     import jax
     from jax.flatten_util import ravel_pytree
-    from bcl.data.sequences import load_sequence
     from bcl.methods.hmc import (HMCSettings, parallel_chain_devices, run_hmc_sequence, summarise_hmc_info,
                                  vectorised_chains)
-    from bcl.models import make_model
     from bcl.provenance import provenance
     spec = spec.checked()
-    sequence = load_sequence(spec.sequence)
-    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+    sequence, model = study_network(spec.sequence)
     load_before, cpu_start, start = os.getloadavg(), time.process_time(), time.perf_counter()
     devices = parallel_chain_devices(spec.chains)
     vectorise = vectorised_chains(spec.vectorise, devices)
@@ -130,21 +134,15 @@ def trace_positions(record: dict, trace):
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
-    from bcl.data.sequences import load_sequence
-    from bcl.models import make_model
-    sequence = load_sequence(record["sequence"])
-    unravel = ravel_pytree(make_model("fcnn16", sequence.n_outputs, sequence.input_shape).init(jax.random.key(0)))[1]
+    unravel = ravel_pytree(study_network(record["sequence"])[1].init(jax.random.key(0)))[1]
     return jax.vmap(jax.vmap(unravel))(jnp.asarray(np.load(trace)["positions"]))
 
 def convergence_rows(record: dict, positions, counts, grid_resolution: int = 100) -> Iterator[dict]:
     "One table row per chain count of `counts` that divides the run's chains: R̂, ESS and the run's record."
     import jax
-    from bcl.data.sequences import load_sequence
     from bcl.figure.visualisation import PLOT_WINDOWS, plot_grid
     from bcl.methods.hmc import convergence_summary, predictive_convergence
-    from bcl.models import make_model
-    sequence = load_sequence(record["sequence"])
-    model = make_model("fcnn16", sequence.n_outputs, sequence.input_shape)
+    sequence, model = study_network(record["sequence"])
     test_xs = np.concatenate([task.test.xs for task in sequence.tasks])
     xs = np.concatenate([test_xs, plot_grid(PLOT_WINDOWS[record["sequence"]], grid_resolution)])
     for c in [c for c in counts if c <= record["chains"] and record["chains"] % c == 0]:
