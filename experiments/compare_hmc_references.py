@@ -9,7 +9,8 @@ final sample of size 64 is taken as the posterior sample"). It keeps every chain
 references are compared, after every task:
 - `final`: the paper's, the mean predictive of the 64 final states (what the run's own distances use);
 - `draws`: every post-warm-up draw of the same 64 chains (64 × 100), bcl's kind of reference;
-- `committed`: the committed figure's reference (64 chains × 200 draws, another run), its TV read from TABLE.json.
+- `committed`: the committed figure's reference (another run; its chains and draws are read from the numbers kept
+  beside TABLE.json, e.g. 64 chains × 200 draws on Iris), its TV read from TABLE.json.
 Each method's grid predictive is the run's own (the same seed and code as the committed figure's methods). The
 continual methods (all but joint training and HMC) are ranked by mean TV over the grid; Kendall's τ compares the
 rankings. The final-state reference is a sample of 64, so its own noise is shown: the 64 chains are resampled with
@@ -71,6 +72,25 @@ def committed_tv(table: dict, names: dict[str, str], n_tasks: int) -> dict[str, 
     by_display = {row["method"]: row for row in table["distance_to_hmc"]}
     return {name: [float(by_display[display][f"TV t{t + 1}"]) for t in range(n_tasks)]
             for name, display in names.items() if display in by_display}
+
+
+def reference_settings(table_path: Path) -> dict | None:
+    "The committed figure's HMC settings, from the numbers kept beside its table (`visualisation_<sequence>/numbers.json`)."
+    numbers = table_path.with_suffix("") / "numbers.json"
+    if not numbers.exists():
+        return None
+    return json.loads(numbers.read_text())["methods"]["hmc"]["hmc"]["settings"]
+
+
+def describe_reference(settings: dict | None) -> str:
+    "How the committed reference was sampled, in words: chains × draws, and a warm-up target other than the paper's 0.8."
+    if settings is None:
+        return "another run"
+    words = f"{settings['n_chains']} chains × {settings['num_samples']} draws"
+    target = settings.get("target_acceptance_rate", 0.8)
+    if target != 0.8:
+        words += f" at a warm-up target acceptance of {target}"
+    return words + ", another run"
 
 
 def compare(folder: Path, committed: dict | None, n_boot: int, seed: int = 0) -> dict:
@@ -143,7 +163,7 @@ def markdown(report: dict, command: str) -> str:
              f"Written by `{command}`. The paper's protocol (Experiment Details): {s['n_chains']} chains, "
              f"{s['num_warmup']} warm-up steps, {s['num_samples']} NUTS steps, each chain's final state kept, so the "
              f"reference predictive averages {s['n_chains']} final states (`final`). `draws` averages every post-warm-up draw of "
-             "the same chains; `committed` is the committed figure's reference (64 chains × 200 draws, another run). "
+             f"the same chains; `committed` is the committed figure's reference ({report['committed_reference']}). "
              "TV is the mean total variation over the plotting grid; rank 1 is closest to the reference; the "
              "continual methods are all but joint training and HMC. The bootstrap resamples the final states "
              "with replacement and ranks again: its 90 % interval of each rank is the final-state reference's own "
@@ -205,6 +225,7 @@ def main(argv=None) -> int:
     from bcl.provenance import provenance
     run_numbers = json.loads((args.run / "numbers.json").read_text())
     report |= {"committed_table": str(committed_path.relative_to(ROOT)) if committed else None,
+               "committed_reference": describe_reference(reference_settings(committed_path) if committed else None),
                "run_provenance": run_numbers.get("provenance"), "provenance": provenance()}
     command = f"python experiments/compare_hmc_references.py {shown(args.run)} --bootstrap {args.bootstrap}"
     report["run"] = shown(args.run)

@@ -28,3 +28,12 @@ def test_the_committed_table_is_read_by_display_name():
     tv = compare.committed_tv(table, {"er": "ER", "l-gm-sfsvi": "L-GM-SFSVI"}, 3)
     row = next(r for r in table["distance_to_hmc"] if r["method"] == "ER")
     assert tv["er"] == [float(row[f"TV t{t}"]) for t in (1, 2, 3)] and len(tv["l-gm-sfsvi"]) == 3
+
+
+def test_the_committed_reference_is_described_from_its_own_settings():
+    tables = ROOT / "experiments" / "tables"
+    iris = compare.describe_reference(compare.reference_settings(tables / "visualisation_cisplit2diris.json"))
+    sinusoid = compare.describe_reference(compare.reference_settings(tables / "visualisation_disinusoid.json"))
+    assert iris == "64 chains × 200 draws, another run"
+    assert sinusoid == "8 chains × 400 draws at a warm-up target acceptance of 0.9, another run"
+    assert compare.describe_reference(compare.reference_settings(tables / "no_such_table.json")) == "another run"
