@@ -100,7 +100,7 @@ def compare(folder: Path, committed: dict | None, n_boot: int, seed: int = 0) ->
     from bcl.methods.hmc import hmc_predict
     from bcl.figure.visualisation import plot_grid
     from bcl.models import make_model
-    from bcl.paper import method_info
+    from bcl.paper import method_label
     numbers, grids = read_numbers(folder)
     settings = numbers["methods"]["hmc"]["hmc"]["settings"]
     if settings.get("reference") != "final":
@@ -109,7 +109,7 @@ def compare(folder: Path, committed: dict | None, n_boot: int, seed: int = 0) ->
     grid_xs = plot_grid(numbers["window"], numbers["grid_resolution"])
     model = make_model(settings.get("model", "fcnn16"), sequence.n_outputs, sequence.input_shape)
     names = [n for n, e in numbers["methods"].items() if n not in NOT_CONTINUAL and e["status"] == "ok"]
-    display = {n: method_info(n).label for n in names}
+    display = {n: method_label(n) for n in names}  # FROMP and SFR included
     old = committed_tv(committed, display, numbers["n_tasks"]) if committed else {}
     rng = np.random.default_rng(seed)
     tasks = []
