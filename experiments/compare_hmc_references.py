@@ -83,12 +83,14 @@ def reference_settings(table_path: Path) -> dict | None:
 
 
 def describe_reference(settings: dict | None) -> str:
-    "How the committed reference was sampled, in words: chains × draws, and a warm-up target other than the paper's 0.8."
+    "How the committed reference was sampled, in words: chains × draws, and a warm-up target other than the paper's."
+    from bcl.methods.hmc import HMCSettings
     if settings is None:
         return "another run"
     words = f"{settings['n_chains']} chains × {settings['num_samples']} draws"
-    target = settings.get("target_acceptance_rate", 0.8)
-    if target != 0.8:
+    paper_target = HMCSettings().target_acceptance_rate
+    target = settings.get("target_acceptance_rate", paper_target)
+    if target != paper_target:
         words += f" at a warm-up target acceptance of {target}"
     return words + ", another run"
 
