@@ -81,7 +81,7 @@ def _visualise(args) -> int:
 
 # %% ../nbs/70_cli.ipynb #0a9b29a9
 LEDGER_TITLES = {"paper": "Table faa: ours against the paper",
-                 "offline": "Table faa, offline profile (MNIST-5k, Rendered-Letters extractor) against the paper",
+                 "offline": "Table faa, offline profile (MNIST-5k and a stand-in extractor) against the paper",
                  "smoke": "Table faa, smoke profile (mock data; numbers meaningless)"}
 
 def ledger_main(argv: list[str] | None = None) -> int:
@@ -135,7 +135,7 @@ def _write_ledger(args) -> int:
               file=sys.stderr)
         return 2
     figures = Path(args.figures) if args.figures else batch if smoke else figures_dir()
-    title = LEDGER_TITLES[args.profile] + (f" ({SCHEDULE_LABELS[args.schedule]})" if args.schedule != "epochs" else "")
+    title = f"{LEDGER_TITLES[args.profile]} ({SCHEDULE_LABELS[args.schedule]})"
     projection_file = tables / f"faa_{name}_projection.json"
     projection = json.loads(projection_file.read_text()) if projection_file.exists() else None
     other_schedule = "steps" if args.schedule == "epochs" else "epochs"

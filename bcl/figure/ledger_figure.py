@@ -17,12 +17,13 @@ from ..paper import FAA_COLUMNS, METHOD_LABELS, TABLE_METHODS
 from ..table.ledger import JUDGED, Entry, Status
 
 # %% auto #0
-__all__ = ['ledger_figure', 'recorded_entries', 'draw_ledger']
+__all__ = ['ledger_figure', 'recorded_entries', 'column_extractors', 'draw_ledger']
 
 # %% ../../nbs/figure/65_ledger_figure.ipynb #935c8cf0
-def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
+def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = "", extractors: dict[str, list[str]] | None = None):
     """One panel per column with a cell of ours: ours (mean ± sd) against the paper's number for every method; the
-    columns where no cell ran are named under the figure instead of drawn empty."""
+    columns where no cell ran are named under the figure instead of drawn empty. `extractors`: {column: the
+    pre-training tasks of the extractors its cells used} (`column_extractors`), named in the panel's title."""
     import matplotlib.pyplot as plt
     shown = [c for c in FAA_COLUMNS if any(entries[c.key, m].mean is not None for m in TABLE_METHODS)] or list(FAA_COLUMNS)
     hidden = [c for c in FAA_COLUMNS if c not in shown]
@@ -47,7 +48,9 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = ""):
                             color="tab:blue", **style)
         if not ran:
             ax.text(0.5, 0.5, es[0].status, transform=ax.transAxes, ha="center", fontsize=8, color="0.4")
-        ax.set_title(c.label + (" *" if any(e.status in JUDGED and e.note for e in es) else ""), fontsize=8)
+        used = (extractors or {}).get(c.key)
+        ax.set_title(c.label + (" *" if any(e.status in JUDGED and e.note for e in es) else "")
+                     + (f" ({' + '.join(used)} extractor)" if used else ""), fontsize=8)
         ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
         ax.set_ylim(0, 100)
         ax.grid(axis="y", alpha=0.3)
@@ -74,6 +77,15 @@ def recorded_entries(record: dict) -> dict[tuple[str, str], Entry]:
                           status=Status(r["status"]), per_seed=tuple(r.get("per_seed") or ()))
                       for r in record["cells"].values()}
 
+def column_extractors(record: dict) -> dict[str, list[str]]:
+    """{column: the pre-training tasks of the extractors its finished cells recorded, sorted} from a ledger JSON;
+    columns without a recorded extractor are left out."""
+    used: dict[str, set] = {}
+    for r in record["cells"].values():
+        if r.get("mean") is not None and r.get("extractor"):
+            used.setdefault(r["column"], set()).add(r["extractor"]["task"])
+    return {column: sorted(tasks) for column, tasks in used.items()}
+
 def draw_ledger(tables_folder: str | os.PathLike, figures_folder: str | os.PathLike, name: str) -> dict[str, Path]:
     "Draw `faa_<name>.png/.pdf` in `figures_folder` from the ledger JSON in `tables_folder`; record the drawing in it."
     import io
@@ -81,7 +93,7 @@ def draw_ledger(tables_folder: str | os.PathLike, figures_folder: str | os.PathL
     from bcl.provenance import drawing_record
     record_path = Path(tables_folder) / f"faa_{name}.json"
     record = json.loads(record_path.read_text())
-    fig = ledger_figure(recorded_entries(record), record.get("title", ""))
+    fig = ledger_figure(recorded_entries(record), record.get("title", ""), column_extractors(record))
     paths = {}
     for suffix, dpi in (("png", 150), ("pdf", None)):
         buffer = io.BytesIO()

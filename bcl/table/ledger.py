@@ -536,7 +536,6 @@ def extractor_regime_name(profile: str, schedule: str, extractor: str) -> str:
 
 def extractor_regimes(tables_folder: str | os.PathLike, profile: str, protocol: Protocol) -> dict[str, dict]:
     """{regime label: entries of the rule's extractor columns} for every candidate extractor of the protocol's rule whose
-
     ledger is committed (`extractor_regime_name`): the sensitivity table shows each beside the chosen extractor's."""
     rule = protocol.extractor
     out = {}
@@ -544,8 +543,8 @@ def extractor_regimes(tables_folder: str | os.PathLike, profile: str, protocol: 
         name = extractor_regime_name(profile, rule.schedule, candidate)
         if (Path(tables_folder) / f"faa_{name}.json").exists():
             entries = ledger_entries(tables_folder, name)
-            out[f"{rule.schedule}, {candidate} extractor"] = {key: e for key, e in entries.items()
-                                                              if key[0] in rule.columns}
+            out[f"{rule.schedule} with the {candidate} extractor"] = {key: e for key, e in entries.items()
+                                                                           if key[0] in rule.columns}
     return out
 
 # %% ../../nbs/table/62_ledger.ipynb #fcf1fa2c
