@@ -114,8 +114,8 @@ def drawing_status(record: Path, current_drawing: str) -> str:
 
 
 def table_of(figure: Path, tables: Path) -> Path:
-    "The table JSON a figure was written with."
-    stem = figure.stem.replace("hmc_distance_", "visualisation_")
+    "The table JSON a figure was written with (`faa_X_verdicts` is drawn from `faa_X`, as `faa_X` is)."
+    stem = figure.stem.replace("hmc_distance_", "visualisation_").removesuffix("_verdicts")
     return tables / f"{stem}.json"
 
 

@@ -17,7 +17,8 @@ from ..paper import FAA_COLUMNS, METHOD_LABELS, TABLE_METHODS
 from ..table.ledger import JUDGED, Entry, Status
 
 # %% auto #0
-__all__ = ['ledger_figure', 'recorded_entries', 'column_extractors', 'draw_ledger']
+__all__ = ['VERDICT_COLOURS', 'PENDING_MARKS', 'ledger_figure', 'verdict_figure', 'recorded_entries', 'column_extractors',
+           'draw_ledger']
 
 # %% ../../nbs/figure/65_ledger_figure.ipynb #935c8cf0
 def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = "", extractors: dict[str, list[str]] | None = None):
@@ -66,6 +67,63 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = "", extrac
     fig.tight_layout(rect=(0, footnote_height / height, 1, 1))
     return fig
 
+# %% ../../nbs/figure/65_ledger_figure.ipynb #9e98bd14
+VERDICT_COLOURS = {"agree": "tab:green", "differ, explained": "tab:orange", "differ, unexplained": "tab:red",
+                   "inconclusive": "0.6"}
+PENDING_MARKS = {"needs a GPU": "^", "not run": "x"}  # marker shapes, at the foot of the panel
+
+def verdict_figure(record: dict):
+    """The verdicts a headline ledger JSON records (`cells[*]['verdict']`): per column, each judged cell's widened
+    prediction interval and mean against the paper's number, coloured by `count_key`; pending cells marked."""
+    import matplotlib.pyplot as plt
+    from bcl.paper import FAA_PUBLISHED
+    from bcl.table.ledger import VERDICT_COUNTS, count_key
+    verdicts = {(r["column"], r["method"]): r["verdict"] for r in record["cells"].values() if r.get("verdict")}
+    if not verdicts:
+        raise ValueError("This ledger records no verdicts: only the headline ledger, written with the protocol "
+                         "(`bcl-ledger faa --schedule epochs`), has them.")
+    shown = [c for c in FAA_COLUMNS if any((c.key, m) in verdicts for m in TABLE_METHODS)]
+    ncols = min(3, len(shown))
+    nrows = -(-len(shown) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.9 * nrows + 0.9), sharey=True, squeeze=False)
+    x = np.arange(len(TABLE_METHODS))
+    counts = dict.fromkeys(VERDICT_COUNTS, 0)
+    for ax, c in zip(axes.flat, shown):
+        ax.scatter(x, [FAA_PUBLISHED[c.key][m] for m in TABLE_METHODS], marker="_", s=140, color="black", zorder=4)
+        for i, m in enumerate(TABLE_METHODS):
+            v = verdicts.get((c.key, m))
+            if v is None:
+                continue
+            key = count_key(v["status"], v.get("explanation", ""))
+            counts[key] += 1
+            if key in PENDING_MARKS:
+                ax.plot(x[i], 3, PENDING_MARKS[key], ms=4, mfc="none", color="0.35", label=key)
+                continue
+            low, high = v["interval"]
+            ax.plot([x[i], x[i]], [low, high], color=VERDICT_COLOURS[key], lw=4, alpha=0.55, solid_capstyle="butt")
+            ax.plot(x[i], v["mean"], "o", ms=3, color=VERDICT_COLOURS[key], zorder=5)
+        ax.set_title(c.label, fontsize=8)
+        ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
+        ax.set_ylim(0, 102)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes.flat[len(shown):]:
+        ax.axis("off")
+    for row in axes[:, 0]:
+        row.set_ylabel("final average accuracy (%)", fontsize=7)
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color="black", marker="_", ls="", ms=10, label="paper")]
+    handles += [Line2D([], [], color=VERDICT_COLOURS[k], lw=4, alpha=0.55, label=f"{k} ({counts[k]})")
+                for k in VERDICT_COLOURS]
+    handles += [Line2D([], [], ls="", marker=PENDING_MARKS[k], mfc="none", color="0.35", label=f"{k} ({counts[k]})")
+                for k in PENDING_MARKS]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7, frameon=False)
+    versions = sorted({v["protocol_version"] for v in verdicts.values()})
+    regimes = sorted({v["regime"] for v in verdicts.values()})
+    fig.suptitle(f"Table faa under the reproduction protocol (version {', '.join(map(str, versions))}; "
+                 f"{', '.join(regimes)}): the paper's number against our 95 % prediction interval for one run", fontsize=9)
+    fig.tight_layout(rect=(0, 0.35 / (2.9 * nrows + 0.9), 1, 1))
+    return fig, counts
+
 # %% ../../nbs/figure/65_ledger_figure.ipynb #ea16feba
 def recorded_entries(record: dict) -> dict[tuple[str, str], Entry]:
     """Every cell of a ledger JSON as the entry `write_ledger` recorded, its status included (finished or not); a
@@ -87,19 +145,24 @@ def column_extractors(record: dict) -> dict[str, list[str]]:
     return {column: sorted(tasks) for column, tasks in used.items()}
 
 def draw_ledger(tables_folder: str | os.PathLike, figures_folder: str | os.PathLike, name: str) -> dict[str, Path]:
-    "Draw `faa_<name>.png/.pdf` in `figures_folder` from the ledger JSON in `tables_folder`; record the drawing in it."
+    """Draw `faa_<name>.png/.pdf` in `figures_folder` from the ledger JSON in `tables_folder`, and for the headline ledger
+    `faa_<name>_verdicts.png/.pdf` (`verdict_figure`); record the drawing in the JSON."""
     import io
     import matplotlib.pyplot as plt
     from bcl.provenance import drawing_record
     record_path = Path(tables_folder) / f"faa_{name}.json"
     record = json.loads(record_path.read_text())
-    fig = ledger_figure(recorded_entries(record), record.get("title", ""), column_extractors(record))
+    figures = {"": ledger_figure(recorded_entries(record), record.get("title", ""), column_extractors(record))}
+    if any(r.get("verdict") for r in record["cells"].values()):  # the headline ledger: its verdicts too
+        figures["_verdicts"] = verdict_figure(record)[0]
     paths = {}
-    for suffix, dpi in (("png", 150), ("pdf", None)):
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=suffix, dpi=dpi, bbox_inches="tight",
-                    metadata={"CreationDate": None} if suffix == "pdf" else None)
-        paths[suffix] = atomic_write_bytes(Path(figures_folder) / f"faa_{name}.{suffix}", buffer.getvalue())
-    plt.close(fig)
+    for stem, fig in figures.items():
+        for suffix, dpi in (("png", 150), ("pdf", None)):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=suffix, dpi=dpi, bbox_inches="tight",
+                        metadata={"CreationDate": None} if suffix == "pdf" else None)
+            paths[stem.lstrip("_") + ("_" if stem else "") + suffix] = atomic_write_bytes(
+                Path(figures_folder) / f"faa_{name}{stem}.{suffix}", buffer.getvalue())
+        plt.close(fig)
     atomic_write_json(record_path, record | {"drawing": drawing_record()})
     return paths

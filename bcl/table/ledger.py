@@ -25,9 +25,9 @@ __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINT
            'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'MATCHED_BASE', 'VERDICT_COUNTS', 'Status', 'Entry',
            'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
            'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_entries', 'schedule_section',
-           'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'judged_cells', 'verdicts_of',
-           'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name', 'extractor_regimes',
-           'devices_section', 'extractors_section', 'LedgerParts', 'write_ledger']
+           'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'count_key', 'judged_cells',
+           'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name',
+           'extractor_regimes', 'devices_section', 'extractors_section', 'LedgerParts', 'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
@@ -428,11 +428,13 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
 
 VERDICT_COUNTS = ("agree", "differ, explained", "differ, unexplained", "inconclusive", "needs a GPU", "not run")
 
-def _count_key(v: Verdict) -> str:
-    if v.status is Status.DIFFERS:
-        return "differ, unexplained" if v.explanation == UNEXPLAINED else "differ, explained"
+def count_key(status: Status | str, explanation: str) -> str:
+    "Which of `VERDICT_COUNTS` a verdict with this status and explanation counts under (also from a ledger's JSON)."
+    status = Status(status)
+    if status is Status.DIFFERS:
+        return "differ, unexplained" if explanation == UNEXPLAINED else "differ, explained"
     return {Status.AGREES: "agree", Status.INCONCLUSIVE: "inconclusive", Status.NEEDS_GPU: "needs a GPU"}.get(
-        v.status, "not run")
+        status, "not run")
 
 def judged_cells(ledgers: dict) -> list[tuple]:
     "The (column, method) pairs any schedule finished, in the table's order."
@@ -449,7 +451,7 @@ def verdict_counts(verdicts: dict) -> dict[str, int]:
     "How many verdicts fall under each of `VERDICT_COUNTS`."
     counts = dict.fromkeys(VERDICT_COUNTS, 0)
     for v in verdicts.values():
-        counts[_count_key(v)] += 1
+        counts[count_key(v.status, v.explanation)] += 1
     return counts
 
 def protocol_section(verdicts: dict, protocol: Protocol, link_root: str = "../..") -> str:
