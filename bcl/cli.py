@@ -18,7 +18,7 @@ from .table.plan import PROFILES, SCHEDULES
 from .resources import KERNEL, KERNEL_ARGUMENTS, ensure_kernel, load_parameters, shipped_parameter_files, template_path
 
 # %% auto #0
-__all__ = ['LEDGER_TITLES', 'one_line_errors', 'run_visualisation', 'visualise_main', 'ledger_main', 'positive_int',
+__all__ = ['LEDGER_TITLES', 'one_line_errors', 'run_visualisation', 'visualise_main', 'ledger_main', 'positive_int', 'first_seed',
            'table_parser', 'table_main']
 
 # %% ../nbs/70_cli.ipynb #fe12710a
@@ -177,6 +177,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value} (--seeds N runs seeds 0..N-1)")
     return value
 
+def first_seed(text: str) -> int:
+    "argparse type of `--first-seed`: a whole number of at least 0."
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number such as 5, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
 def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     "The command line of the batch."
     parser = argparse.ArgumentParser(prog=prog, description="Regenerate Table faa and the visualisation figures as "
@@ -187,6 +197,9 @@ def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     parser.add_argument("--cells", nargs="*", help="shell patterns on COLUMN/METHOD")
     parser.add_argument("--subset", choices=("representative",), help="one cell per column and per method")
     parser.add_argument("--seeds", type=positive_int, default=None, help="seeds 0..N-1 (default 5; smoke 2)")
+    parser.add_argument("--first-seed", type=first_seed, default=0, metavar="K", help="with --seeds N: seeds K..K+N-1, "
+                        "a later stage of the protocol's seeds, into an --out of its own (join the stages with "
+                        "experiments/merge_stages.py)")
     parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs",
                         help="epochs (the paper's), steps (the paper's optimiser steps per task), matched (prior "
                         "terms weighted as for the paper's task size), steps-matched (both)")

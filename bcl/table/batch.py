@@ -25,7 +25,7 @@ __all__ = ['TARGETS', 'TABLE_LABELS', 'TABLE_TEMPLATE', 'VISUALISATION_TEMPLATE'
            'VISUALISATION_RUNS', 'STALL_S', 'profile_folder', 'select_cells', 'Cell', 'check_cells', 'dry_run_table',
            'before_cell_hooks', 'failure_message', 'run_cell_task', 'prepare_task', 'prepare_groups',
            'run_visualisation_task', 'load_plugins', 'ship_plugins', 'use_plugin_folder', 'slurm_config',
-           'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress', 'list_names', 'run_table']
+           'slurm_cluster', 'slurm_ready', 'make_client', 'watch_progress', 'list_names', 'replaced_seeds', 'run_table']
 
 # %% ../../nbs/table/64_batch.ipynb #fa7e817f
 TARGETS = ("faa", "visualisation", "all", "custom", "beyond")
@@ -541,6 +541,15 @@ def list_names(target: str | None = None) -> str:
     lines += ["methods:"] + [f"  {m:<20} {method_label(m)}" for m in TABLE_METHODS + tuple(EXTRA_METHODS) + tuple(USER_METHODS)]
     return "\n".join(lines)
 
+def replaced_seeds(cells: list[Cell], seeds: list[int]) -> list[str]:
+    """The cells whose folder holds finished numbers on seeds a run on `seeds` would not redo, each with those seeds:
+    running them would overwrite those seeds' numbers (a later stage of the protocol's seeds belongs in a folder of its
+    own)."""
+    from bcl.table.cell import read_cell
+    lost = {c.name: sorted(set(numbers.get("seeds") or ()) - set(seeds))
+            for c in cells if (numbers := read_cell(c.folder)[0]) is not None}
+    return [f"{name}: seeds {gone} finished, this run takes seeds {seeds}" for name, gone in lost.items() if gone]
+
 def run_table(args) -> int:
     "Run the batch that the parsed command line `args` (`bcl.cli.table_parser`) asks for; the exit status."
     plugin_modules = load_plugins(args.plugins)
@@ -550,15 +559,13 @@ def run_table(args) -> int:
     out = Path(args.out) if args.out else results_dir() / "table"
     profile = check_profile(args.profile)
     root = profile_folder(out.resolve(), profile, args.schedule)
-    seeds = list(range(args.seeds if args.seeds is not None else profile.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + (args.seeds if args.seeds is not None else profile.seeds)))
     data_dir = args.data_dir or (str(root / "smoke-data") if profile.mock_data else None)
     start = time.perf_counter()
     cells = []
     if args.target in ("faa", "all", "custom", "beyond"):
         cells = [Cell(plan_cell(c, m, profile, seeds, schedule=args.schedule, plugins=args.plugins, epochs=args.epochs,
                                 extractor=args.extractor, kl_weighting=args.kl_weighting), root, data_dir)
-
-
                  for c, m in select_cells(args.cells, args.subset, args.target if args.target in ("custom", "beyond")
                                           else "faa")]
     missing = sorted({line for cell in cells for line in cell.missing})
@@ -570,6 +577,12 @@ def run_table(args) -> int:
     absent = [c for c in cells if c.missing]
     done = [c for c in cells if not c.missing and c.finished()]
     todo = [c for c in cells if not c.missing and c not in done]
+    replacing = replaced_seeds(todo, seeds)
+    if replacing:
+        print("Not run: finished seeds would be lost.\n  " + "\n  ".join(replacing) + "\nRun these seeds into "
+              "another --out and join the stages (experiments/merge_stages.py), or include the finished seeds.",
+              file=sys.stderr)
+        return 2
     check_s = check_cells(todo, data_dir)
     blocked = [c for c in todo if c.problems]
     todo = [c for c in todo if not c.problems]

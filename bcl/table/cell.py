@@ -23,7 +23,7 @@ from .plan import PAPER_TRAIN_POINTS, CellPlan, CellSpec, SmallRun, cell_hash, d
 __all__ = ['SETUP_FIELDS', 'NUMBER_UNITS', 'REQUIRED_FIELDS', 'shrink_sequence', 'load_cell_sequence', 'cell_extractor',
            'CellData', 'load_cell_data', 'paper_and_our_points', 'schedule_epochs', 'schedule_data_scale',
            'cell_settings', 'build_cell_method', 'cell_problems', 'cell_error', 'checked_cell_method',
-           'check_sequence_for', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
+           'check_sequence_for', 'seed_summary', 'optimiser_steps', 'run_cell', 'write_cell', 'read_cell']
 
 # %% ../../nbs/table/61_cell.ipynb #79701f39
 def shrink_sequence(sequence: TaskSequence, points: int) -> TaskSequence:
@@ -203,7 +203,8 @@ def check_sequence_for(plan: CellPlan, data_dir: str | None = None) -> TaskSeque
 def _per_seed(matrix: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     return np.stack([matrix[g, s] for s, g in enumerate(chosen)])
 
-def _seed_summary(values: np.ndarray) -> dict:
+def seed_summary(values) -> dict:
+    "The final average accuracy of every seed and their mean, count and sample sd (0 for one seed)."
     values = np.asarray(values, float)
     return {"per_seed": values.tolist(), "mean": float(values.mean()), "n": int(len(values)),
             "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
@@ -244,7 +245,7 @@ def run_cell(plan: CellPlan, data_dir: str | None = None, checkpoint: str | os.P
         "sequence": plan.sequence, "scenario": sequence.incremental,  # class, domain or task (the task given)
         "pretraining": plan.pretraining, "substitute": plan.substitute,
         "parameters": plan.spec.parameters(), "settings": settings, "hyper_grid": configs, "seeds": list(plan.spec.seeds),
-        "final_average_accuracy": _seed_summary(100 * final_average_accuracy(metric["accuracy"])),
+        "final_average_accuracy": seed_summary(100 * final_average_accuracy(metric["accuracy"])),
         "paper": FAA_PUBLISHED.get(plan.column.key, {}).get(plan.method),  # None: a registered column or method
         **{f"test_{name}": values for name, values in metric.items()},  # accuracy, nll, ece, ece100
         "validation_accuracy": _per_seed(result.metrics["validation/accuracy"], chosen),

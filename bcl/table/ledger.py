@@ -658,6 +658,8 @@ def write_ledger(batch_folder, tables_folder, name: str, title: str = "", parts:
             record["provenance"] = {k: numbers["provenance"].get(k) for k in ("bcl_code", "git", "packages", "backend",
                                                                                "devices", "cpu", "xla_flags")}
             record["test_accuracy_mean"] = np.mean(numbers["test_accuracy"], axis=0).round(4).tolist()
+            if numbers.get("stages"):  # seeds run in stages and joined (bcl.table.stages): each stage's record
+                record["stages"] = numbers["stages"]
         record.pop("explanation", None)  # ledgers before the protocol kept it beside their verdict
         record.pop("verdict", None)
         if (column, method) in verdicts and e.status is not NO_PUBLISHED:
