@@ -167,25 +167,22 @@ def _write_ledger(args) -> int:
     return 0
 
 # %% ../nbs/70_cli.ipynb #267f6c16
-def positive_int(text: str) -> int:
-    "argparse type: a whole number of at least 1 (a count of seeds, workers, jobs or epochs)."
+def _whole_number(text: str, least: int, hint: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number such as 5, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value} (--seeds N runs seeds 0..N-1)")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}{hint}")
     return value
+
+def positive_int(text: str) -> int:
+    "argparse type: a whole number of at least 1 (a count of seeds, workers, jobs or epochs)."
+    return _whole_number(text, 1, " (--seeds N runs seeds 0..N-1)")
 
 def first_seed(text: str) -> int:
     "argparse type of `--first-seed`: a whole number of at least 0."
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number such as 5, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+    return _whole_number(text, 0)
 
 def table_parser(prog: str = "bcl-table") -> argparse.ArgumentParser:
     "The command line of the batch."
