@@ -140,3 +140,17 @@ def test_the_offline_extractor_is_the_one_the_rule_chose():
     assert record["protocol_version"] == PROTOCOL.version and record["rule"]["candidates"] == list(rule.candidates)
     scores = {row["candidate"]: row["score"] for row in record["candidates"]}
     assert choose_extractor(scores, rule) == record["chosen"] == OFFLINE_PRETRAINING["emnistletters"]
+
+
+def test_the_committed_verdict_figure_counts_what_the_ledger_counts():
+    "The figure's counts (from each cell's recorded verdict, `count_key`) are the headline ledger's protocol counts."
+    from pathlib import Path
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from bcl.figure.ledger_figure import verdict_figure
+    record = json.loads((Path(__file__).resolve().parents[1] / "experiments" / "tables" / "faa_offline.json").read_text())
+    fig, counts = verdict_figure(record)
+    plt.close(fig)
+    assert counts == record["protocol"]["counts"]
+    assert sum(counts.values()) == sum(1 for r in record["cells"].values() if r.get("verdict"))
