@@ -119,11 +119,14 @@ def measured_elsewhere(numbers: dict | None, target_source: dict | None, backend
     return numbers is not None and not _on_target(numbers, backend, cores) and target_source is not None
 
 
-def _from_cell(other: dict, method: str, steps: int) -> dict:
-    "Rules 2 and 4: another finished cell's seconds per step (evaluation and end-of-task work included)."
+def _from_cell(other: dict, method: str, steps: int, seeds: int) -> dict:
+    """Rules 2 and 4: another finished cell's seconds per step (evaluation and end-of-task work included), scaled from
+    its number of seeds to `seeds` (the seeds are a vmap axis: a step's work grows with them)."""
     t = other["timings"]
-    s_per_step = t["run_s"] / max(other["optimiser_steps"], 1)
-    return {"source": f"cell {other['column']}/{method}", "s_per_step": s_per_step,
+    seed_ratio = seeds / (len(other.get("seeds") or ()) or seeds)  # 1 where the cell did not record its seeds
+    s_per_step = t["run_s"] / max(other["optimiser_steps"], 1) * seed_ratio
+    return {"source": f"cell {other['column']}/{method}" + (f" × {seed_ratio:g} (it ran {len(other['seeds'])} seeds)"
+                                                            if seed_ratio != 1 else ""), "s_per_step": s_per_step,
             "seconds": t.get("compile_s", 0.0) + steps * s_per_step, "device": _device(other.get("provenance"))}
 
 
@@ -189,7 +192,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         target_source = finished.get(key) or on_target.get(key)
         if measured_elsewhere(numbers, target_source, backend, cores):
             # a cell run elsewhere (e.g. on a GPU) says little of its time here: the target backend's source projects
-            record |= (_from_cell(target_source, method, p["steps"]) if "timings" in target_source else
+            record |= (_from_cell(target_source, method, p["steps"], p["seeds"]) if "timings" in target_source else
                        _from_benchmark(target_source, overhead.get(p["network"], 1.0), p["seeds"], p["steps"]))
             record["note"] = (f"ran on {_device(numbers.get('provenance'))} in {numbers['timings']['wall_s']:.0f} s; "
                               f"projected for {backend} from the source above")
@@ -205,7 +208,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
         elif source is None:
             record |= {"source": None, "seconds": None, "device": None}
         elif "timings" in source:
-            record |= _from_cell(source, method, p["steps"])
+            record |= _from_cell(source, method, p["steps"], p["seeds"])
         else:
             record |= _from_benchmark(source, overhead.get(p["network"], 1.0), p["seeds"], p["steps"])
         record["hours"] = None if record["seconds"] is None else record["seconds"] / 3600

@@ -31,8 +31,10 @@ def test_a_cpu_projection_never_takes_a_gpu_cell_over_a_cpu_measurement():
     cpu_cell = _cell("ci-mnist-fcnn", "si", "cpu", run_s=300.0)
     plans[("ci-mnist-fcnn", "si")] = {"network": "cnn_mnist", "noise": None, "numbers": cpu_cell}
     assert _choose(plans, {key: cpu_line}, "cpu", key) is cpu_cell  # a finished CPU cell first (rule 2)
-    record = project_table._from_cell(cpu_cell, "si", steps=1000)
+    record = project_table._from_cell(cpu_cell, "si", steps=1000, seeds=5)  # no seeds recorded: taken as equal
     assert abs(record["s_per_step"] - 3.0) < 1e-12 and abs(record["seconds"] - 3005.0) < 1e-9
+    ten = cpu_cell | {"seeds": list(range(10))}  # a cell of 10 seeds projects one of 5 at half its step time
+    assert abs(project_table._from_cell(ten, "si", steps=1000, seeds=5)["s_per_step"] - 1.5) < 1e-12
     record = project_table._from_benchmark(cpu_line | {"seeds": 1}, ratio=2.0, seeds=5, steps=10)
     assert abs(record["s_per_step"] - 1.9 * 2.0 * 5) < 1e-12  # overhead × the seeds run one after another
 
