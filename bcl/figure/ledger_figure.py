@@ -17,10 +17,24 @@ from ..paper import FAA_COLUMNS, METHOD_LABELS, TABLE_METHODS
 from ..table.ledger import JUDGED, Entry, Status
 
 # %% auto #0
-__all__ = ['VERDICT_COLOURS', 'PENDING_MARKS', 'ledger_figure', 'verdict_figure', 'recorded_entries', 'column_extractors',
-           'draw_ledger']
+__all__ = ['VERDICT_COLOURS', 'PENDING_MARKS', 'method_panel', 'end_panels', 'ledger_figure', 'verdict_figure',
+           'recorded_entries', 'column_extractors', 'draw_ledger']
 
 # %% ../../nbs/figure/65_ledger_figure.ipynb #935c8cf0
+def method_panel(ax, title: str) -> None:
+    "A column's panel: the methods of Table I along x, named; a horizontal grid; the title."
+    ax.set_title(title, fontsize=8)
+    ax.set_xticks(np.arange(len(TABLE_METHODS)), [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS],
+                  rotation=90, fontsize=6)
+    ax.grid(axis="y", alpha=0.3)
+
+def end_panels(axes, used: int) -> None:
+    "The panels of a grid past the first `used` hidden; the first column's labelled."
+    for ax in axes.flat[used:]:
+        ax.axis("off")
+    for row in axes[:, 0]:
+        row.set_ylabel("final average accuracy (%)", fontsize=7)
+
 def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = "", extractors: dict[str, list[str]] | None = None):
     """One panel per column with a cell of ours: ours (mean ± sd) against the paper's number for every method; the
     columns where no cell ran are named under the figure instead of drawn empty. `extractors`: {column: the
@@ -50,19 +64,14 @@ def ledger_figure(entries: dict[tuple[str, str], Entry], title: str = "", extrac
         if not ran:
             ax.text(0.5, 0.5, es[0].status, transform=ax.transAxes, ha="center", fontsize=8, color="0.4")
         used = (extractors or {}).get(c.key)
-        ax.set_title(c.label + (" *" if any(e.status in JUDGED and e.note for e in es) else "")
-                     + (f" ({' + '.join(used)} extractor)" if used else ""), fontsize=8)
-        ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
+        method_panel(ax, c.label + (" *" if any(e.status in JUDGED and e.note for e in es) else "")
+                     + (f" ({' + '.join(used)} extractor)" if used else ""))
         ax.set_ylim(0, 100)
-        ax.grid(axis="y", alpha=0.3)
-    for ax in axes.flat[len(shown):]:
-        ax.axis("off")
+    end_panels(axes, len(shown))
     if footnote:
         fig.text(0.5, 0.05 / height, "\n".join(footnote), ha="center", va="bottom", fontsize=7)
     handles = {h.get_label(): h for ax in axes.flat for h in ax.get_legend_handles_labels()[0]}
     axes.flat[0].legend(handles=list(handles.values()), fontsize=6)  # every marker any panel uses
-    for row in axes[:, 0]:
-        row.set_ylabel("final average accuracy (%)", fontsize=7)
     fig.suptitle(title + "  (* substitute data)", fontsize=10)
     fig.tight_layout(rect=(0, footnote_height / height, 1, 1))
     return fig
@@ -102,14 +111,9 @@ def verdict_figure(record: dict):
             low, high = v["interval"]
             ax.plot([x[i], x[i]], [low, high], color=VERDICT_COLOURS[key], lw=4, alpha=0.55, solid_capstyle="butt")
             ax.plot(x[i], v["mean"], "o", ms=3, color=VERDICT_COLOURS[key], zorder=5)
-        ax.set_title(c.label, fontsize=8)
-        ax.set_xticks(x, [METHOD_LABELS[m].replace(" training", "") for m in TABLE_METHODS], rotation=90, fontsize=6)
+        method_panel(ax, c.label)
         ax.set_ylim(0, 102)
-        ax.grid(axis="y", alpha=0.3)
-    for ax in axes.flat[len(shown):]:
-        ax.axis("off")
-    for row in axes[:, 0]:
-        row.set_ylabel("final average accuracy (%)", fontsize=7)
+    end_panels(axes, len(shown))
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], color="black", marker="_", ls="", ms=10, label="paper")]
     handles += [Line2D([], [], color=VERDICT_COLOURS[k], lw=4, alpha=0.55, label=f"{k} ({counts[k]})")
@@ -152,17 +156,18 @@ def draw_ledger(tables_folder: str | os.PathLike, figures_folder: str | os.PathL
     from bcl.provenance import drawing_record
     record_path = Path(tables_folder) / f"faa_{name}.json"
     record = json.loads(record_path.read_text())
-    figures = {"": ledger_figure(recorded_entries(record), record.get("title", ""), column_extractors(record))}
+    # {key prefix of the returned paths: (file name, figure)}
+    figures = {"": (f"faa_{name}", ledger_figure(recorded_entries(record), record.get("title", ""),
+                                                 column_extractors(record)))}
     if any(r.get("verdict") for r in record["cells"].values()):  # the headline ledger: its verdicts too
-        figures["_verdicts"] = verdict_figure(record)[0]
+        figures["verdicts_"] = (f"faa_{name}_verdicts", verdict_figure(record)[0])
     paths = {}
-    for stem, fig in figures.items():
+    for prefix, (stem, fig) in figures.items():
         for suffix, dpi in (("png", 150), ("pdf", None)):
             buffer = io.BytesIO()
             fig.savefig(buffer, format=suffix, dpi=dpi, bbox_inches="tight",
                         metadata={"CreationDate": None} if suffix == "pdf" else None)
-            paths[stem.lstrip("_") + ("_" if stem else "") + suffix] = atomic_write_bytes(
-                Path(figures_folder) / f"faa_{name}{stem}.{suffix}", buffer.getvalue())
+            paths[prefix + suffix] = atomic_write_bytes(Path(figures_folder) / f"{stem}.{suffix}", buffer.getvalue())
         plt.close(fig)
     atomic_write_json(record_path, record | {"drawing": drawing_record()})
     return paths
