@@ -27,6 +27,11 @@ comparison is then the protocol's: their mean against our prediction interval wi
 cell (`cells`), so that an explanation of kind `authors-code` in `faa_offline_explanations.json` can point at the
 authors' per-seed results and their regime, which the ledger reads and checks.
 
+With `--ledger experiments/tables/diagnosis_extractor_realisation.json` bcl's side is its cells on a *sibling*
+extractor (`experiments/diagnose_extractor_realisation.py`: the same pre-training recipe run on another machine, where
+the committed extractor cannot be rebuilt), and the authors' runs are those on that sibling's features; each row keeps
+bcl's per-seed results (`bcl_per_seed`) for an `authors-code-sibling-extractor` explanation.
+
 The extractor columns (`svi_{ci,di}splitmnist_fe`) run their linear head on bcl's own features of MNIST-5k, from the
 extractor bcl pre-trains on Fashion-MNIST offline (`authors_prepped.py --features fashionmnist`, then
 `authors_seeds.py --features-prepared`): their extractor, pre-trained on EMNIST letters, cannot be built offline.
@@ -125,6 +130,7 @@ def rows(runs: list[dict], cells: dict, margin_points: float = 3.0, margin_sds: 
                     "paper": paper,
                     "authors_per_seed": theirs, "authors_seeds": [r["seed"] for r in records],
                     "authors_mean": float(np.mean(theirs)), "bcl_mean": ours, "bcl_sd": sd, "bcl_n": cell.get("n"),
+                    "bcl_per_seed": cell.get("per_seed"),
                     "margin": margin, "authors_last_row": last.tolist(), "bcl_last_row": ours_last,
                     "authors_train_s": [r.get("train_s") for r in records],
                     "authors_resumed": [bool(r.get("resumable")) for r in records],
@@ -174,15 +180,15 @@ def verdict(row: dict) -> str:
     return f"{row['verdict']} (their seed{'s' if len(outside) > 1 else ''} {seeds} outside the ±{row['margin']:.1f} margin)"
 
 
-def protocol_markdown(table: list[dict], runs_path: str) -> str:
+def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> str:
     "The primary regime's comparison: both codes' seeds, intervals by the protocol's rule, and the verdict."
     from bcl.paper import faa_column, method_info
     lines = ["# The authors' code on bcl's substitute data under the primary regime (steps-matched)", "",
              "Written by `python experiments/diagnose_authors_data.py --regime steps-matched` from the authors' runs in "
-             f"`{runs_path}` and bcl's cells in `experiments/tables/faa_offline-steps-matched.json`. The authors' code "
+             f"`{runs_path}` and bcl's cells in `{ledger_path}`. The authors' code "
              "is github.com/blackblitz/bcl at b838074, unmodified, with the paper's settings of "
              "`experiments/svi_{ci,di}splitmnist_{fe,fcnn}.toml`, on bcl's MNIST-5k arrays (on the extractor columns, "
-             "bcl's features of them from the extractor the protocol chose, its digest recorded on both sides) with each "
+             "bcl's features of them from the extractor bcl's cells recorded, its digest recorded on both sides) with each "
              "task's training split written 15 times over (`tests/parity/authors_prepped.py --repeat 15`). Their trainers "
              "divide every prior and penalty term by the task's number of minibatches and take `n_epochs` passes, so "
              "with 15 copies they run the paper's optimiser steps (20 epochs × 150 minibatches of 64 a task) with each "
@@ -270,15 +276,15 @@ def main(argv=None) -> int:
     from bcl.provenance import provenance
     cells = json.loads(Path(args.ledger).read_text())["cells"]
     table = rows(read_runs(Path(args.runs)), cells, regime=args.regime)
-    runs_path = str(Path(args.runs).resolve().relative_to(ROOT)) if Path(args.runs).resolve().is_relative_to(ROOT) \
-        else args.runs
+    runs_path, ledger_path = (str(Path(p).resolve().relative_to(ROOT)) if Path(p).resolve().is_relative_to(ROOT)
+                              else p for p in (args.runs, args.ledger))
     if args.regime == "epochs":
         Path(args.out + ".md").write_text(markdown(table, runs_path))
         record = {"rows": table}
     else:
         from bcl.table.verdict import load_protocol
         table = protocol_rows(table, cells, load_protocol())
-        Path(args.out + ".md").write_text(protocol_markdown(table, runs_path))
+        Path(args.out + ".md").write_text(protocol_markdown(table, runs_path, ledger_path))
         record = {"rows": table, "cells": {f"{r['column']}/{r['method']}": r for r in table}}
     Path(args.out + ".json").write_text(json.dumps(record | {"provenance": provenance()}, indent=1) + "\n")
     for r in table:

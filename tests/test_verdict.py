@@ -77,7 +77,9 @@ def test_a_verdict_comes_from_the_primary_regime_only():
 def write_explanations(tmp_path, entries: dict) -> dict:
     (tmp_path / "diagnosis.json").write_text(json.dumps({
         "joint": {"ours": 83.4, "paper": 95.11}, "finetuning": 20.0, "regime": "steps-matched",
-        "authors": {"one": [26.6], "three": [26.6, 28.3, 28.6]}}))
+        "authors": {"one": [26.6], "three": [26.6, 28.3, 28.6]},
+        "sibling": {"authors": [69.0, 73.7, 72.9], "ours": [70.5, 70.9, 72.7, 70.4, 68.2, 73.6, 71.5, 69.9, 65.6, 72.1],
+                    "far": [85.1, 84.2, 86.0, 85.5, 84.8], "paper_like": [88.0, 90.5, 89.2]}}))
     (tmp_path / "explanations.json").write_text(json.dumps(entries))
     return read_explanations(tmp_path / "explanations.json", tmp_path)
 
@@ -118,6 +120,25 @@ def test_evidence_must_bear_on_the_cell(tmp_path):
     assert explain("ci-mnist-fcnn", "three", facts(27.6, 0.9, 43.58), explanations)[0].startswith("theirs too")
     text, why = explain("ci-mnist-fcnn", "three", facts(27.6, 0.9, 43.58, regime="epochs"), explanations)
     assert text == UNEXPLAINED and "judged under 'epochs'" in why
+
+
+def test_a_sibling_extractor_bears_only_where_it_does_not_move_the_cell(tmp_path):
+    "The authors' code on a sibling extractor's features explains a cell only if our cell there lands inside its interval."
+    def sibling(authors, ours):
+        return {"why": "theirs on a sibling", "diagnosis": "diagnosis.json", "kind": "authors-code-sibling-extractor",
+                "evidence": {"per_seed": f"/sibling/{authors}", "ours_per_seed": f"/sibling/{ours}", "regime": "/regime"}}
+    explanations = write_explanations(tmp_path, {"ci-mnist-fe/p-gm-sfsvi": sibling("authors", "ours"),
+                                                 "ci-mnist-fe/p-g-sfsvi": sibling("authors", "far"),
+                                                 "ci-mnist-fe/l-gm-sfsvi": sibling("paper_like", "ours")})
+    cell = facts(70.98, 3.43, 89.28)  # CI extractor P-GM-SFSVI: interval [59.85, 82.11]
+    assert explain("ci-mnist-fe", "p-gm-sfsvi", cell, explanations)[0].startswith("theirs on a sibling")
+    text, why = explain("ci-mnist-fe", "p-g-sfsvi", cell, explanations)  # ours on the sibling: 85.1, outside
+    assert text == UNEXPLAINED and "the extractor's realisation moves it" in why
+    text, why = explain("ci-mnist-fe", "l-gm-sfsvi", cell, explanations)  # theirs far from ours on the sibling
+    assert text == UNEXPLAINED and "on the sibling extractor, their mean" in why
+    with pytest.raises(ValueError, match="carries evidence per_seed, ours_per_seed, regime"):
+        write_explanations(tmp_path, {"ci-mnist-fe/*": sibling("authors", "ours") | {
+            "evidence": {"per_seed": "/sibling/authors", "regime": "/regime"}}})
 
 
 def test_the_protocol_file_agrees_with_the_code():

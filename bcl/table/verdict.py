@@ -18,8 +18,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['PROTOCOL_FILE', 'EVIDENCE_KINDS', 'UNEXPLAINED', 'Rule', 'Stages', 'ExtractorRule', 'Protocol', 'load_protocol',
            'prediction_half_width', 'Outcome', 'Judgement', 'judge', 'seeds_required', 'extractor_score',
-           'choose_extractor', 'read_pointer', 'CellFacts', 'Ceiling', 'AuthorsCode', 'Control', 'Explanation',
-           'read_explanations', 'explain']
+           'choose_extractor', 'read_pointer', 'CellFacts', 'Ceiling', 'AuthorsCode', 'AuthorsCodeOnSibling', 'Control',
+           'Explanation', 'read_explanations', 'explain']
 
 # %% ../../nbs/table/61a_verdict.ipynb #4cc3f503
 class Rule(NamedTuple):
@@ -321,6 +321,25 @@ class AuthorsCode(NamedTuple):
             return f"the paper's {j.paper:.2f} is inside their own interval {theirs.interval}: they do not differ from it"
         return None
 
+class AuthorsCodeOnSibling(NamedTuple):
+    """The authors' code lands where we do on a sibling extractor's features (the same pre-training recipe on another
+    machine), and our cell on those features lands inside this cell's interval."""
+    per_seed: tuple[float, ...]
+    ours_per_seed: tuple[float, ...]
+    regime: str
+    fields = ("per_seed", "ours_per_seed", "regime")
+
+    def refusal(self, cell: CellFacts) -> str | None:
+        ours, why_not = _judged_runs(self.ours_per_seed, cell, "our cell on the sibling extractor", self.regime)
+        if why_not:
+            return why_not
+        j = cell.judgement
+        if abs(ours.mean - j.mean) > j.half_width + j.margin:
+            return (f"on the sibling extractor our cell ({ours.mean:.2f}) lies outside this cell's interval "
+                    f"{j.interval}: the extractor's realisation moves it")
+        why_not = AuthorsCode(self.per_seed, self.regime).refusal(cell._replace(judgement=ours))
+        return None if why_not is None else f"on the sibling extractor, {why_not}"
+
 class Control(NamedTuple):
     "A run that removes the suspected cause reaches the paper's number."
     per_seed: tuple[float, ...]
@@ -336,7 +355,8 @@ class Control(NamedTuple):
                     f"{cell.judgement.paper:.2f}")
         return None
 
-EVIDENCE_KINDS = {"ceiling": Ceiling, "authors-code": AuthorsCode, "control": Control}
+EVIDENCE_KINDS = {"ceiling": Ceiling, "authors-code": AuthorsCode,
+                  "authors-code-sibling-extractor": AuthorsCodeOnSibling, "control": Control}
 
 # %% ../../nbs/table/61a_verdict.ipynb #709b6394
 class Explanation(NamedTuple):
@@ -344,7 +364,7 @@ class Explanation(NamedTuple):
     pattern: str
     why: str
     diagnosis: str
-    evidence: Ceiling | AuthorsCode | Control
+    evidence: Ceiling | AuthorsCode | AuthorsCodeOnSibling | Control
     pointers: dict[str, str]
 
 UNEXPLAINED = "unexplained"
@@ -381,8 +401,9 @@ def read_explanations(path: str | os.PathLike, root: str | os.PathLike) -> dict[
                 raise ValueError(f"{where}: its evidence {name!r} ({pointer}) is not in {entry['diagnosis']}.") from None
         try:
             evidence = kind(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items()})
-            if "per_seed" in values:
-                _seeds(values["per_seed"], "per_seed")
+            for name in ("per_seed", "ours_per_seed"):
+                if name in values:
+                    _seeds(values[name], name)
         except (TypeError, ValueError) as error:
             raise ValueError(f"{where}: {error}.") from None
         out[pattern] = Explanation(pattern, entry["why"], entry["diagnosis"], evidence, pointers)
