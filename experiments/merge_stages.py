@@ -13,6 +13,8 @@ seeds. Example, stage 2 of one cell:
         --seeds 5 --out S2
     python experiments/merge_stages.py S1 S2 --schedule steps-matched --out JOINED
     python experiments/ledger.py faa --schedule steps-matched --out JOINED
+
+A stage run in an earlier session is read from where `keep_stage.py` kept it, `experiments/stages/seeds-0-4`.
 """
 import argparse
 import sys
