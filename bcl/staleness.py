@@ -40,6 +40,7 @@ PRODUCERS = (
     ("diagnosis_*_mnist5k_fe.json", ("experiments/diagnose_fe_ordering.py",)),
     ("diagnosis_ewc_*.json", ("experiments/diagnose_penalty_fe.py",)),
     ("diagnosis_si_*.json", ("experiments/diagnose_penalty_fe.py",)),
+    ("diagnosis_seed_spread_*.json", ("nbs/91_table_cell.ipynb", "experiments/diagnose_seed_spread.py")),
     ("diagnosis_fe_ceiling.json", ("experiments/diagnose_ceiling.py",)),
     ("*_projection.json", ("experiments/project_table.py",)),
     ("beyond_*.json", ("nbs/91_table_cell.ipynb", "bcl/table/beyond_ledger.py")),
@@ -51,6 +52,7 @@ PRODUCERS = (
 # artefacts computed on the features of the offline profile's pre-trained extractor: they record the digest of its
 # parameters (`bcl.extractor.extractor_record`), since its cache is keyed by settings, not by the code or flags
 ON_FEATURES = ("svi/*_fe*.json", "diagnosis_*_fe.json", "diagnosis_ewc_*.json", "diagnosis_si_*.json",
+               "diagnosis_seed_spread_*-fe_*.json",
                "diagnosis_fe_ceiling.json", "diagnosis_authors_mnist5k.json", "faa_offline*.json")
 
 
