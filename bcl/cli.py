@@ -121,7 +121,7 @@ def _write_beyond_ledger(batch: Path, tables: Path, name: str) -> int:
 def _write_ledger(args) -> int:
     from bcl.core import figures_dir
     from bcl.table.ledger import (MATCHED_BASE, SCHEDULE_LABELS, Judging, LedgerParts, extractor_regimes,
-                                  ledger_entries, previous_cells, write_ledger)
+                                  kept_stage_seeds, ledger_entries, previous_cells, write_ledger)
     from bcl.table.verdict import load_protocol, read_explanations
     from bcl.table.plan import SCHEDULES, check_profile, run_name
     name = run_name(args.profile, args.schedule)
@@ -150,12 +150,14 @@ def _write_ledger(args) -> int:
         others |= extractor_regimes(tables, args.profile, protocol)
 
         explanations = read_explanations(tables / f"faa_{args.profile}_explanations.json", project_root())
-        primary = {}  # the projected cells of each primary regime (experiments/project_table.py)
+        primary, kept = {}, {}  # each primary regime's projected cells (experiments/project_table.py), kept stages
         for regime in dict.fromkeys(protocol.primary.values()):
             file = tables / f"faa_{run_name(args.profile, regime)}_projection.json"
             cells = json.loads(file.read_text())["cells"] if file.exists() else {}
             primary |= {k: v for k, v in cells.items() if protocol.regime(k.split("/")[0]) == regime}
-        judging = Judging("epochs", others, protocol, explanations, primary)
+            stages = kept_stage_seeds(project_root() / "experiments" / "stages", run_name(args.profile, regime))
+            kept |= {k: v for k, v in stages.items() if protocol.regime(k.split("/")[0]) == regime}
+        judging = Judging("epochs", others, protocol, explanations, primary, kept)
     base = MATCHED_BASE.get(args.schedule)  # the schedule whose S-FSVI cells a matched one carries over
     carried = (args.schedule, previous_cells(tables, run_name(args.profile, base))) if base else None
     paths = write_ledger(batch, tables, name, title, LedgerParts(projection, compare, judging, carried),

@@ -25,9 +25,10 @@ __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINT
            'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'MATCHED_BASE', 'VERDICT_COUNTS', 'Status', 'Entry',
            'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
            'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_entries', 'schedule_section',
-           'carry_unchanged', 'schedule_value', 'Verdict', 'Judging', 'verdict', 'count_key', 'judged_cells',
-           'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section', 'extractor_regime_name',
-           'extractor_regimes', 'devices_section', 'extractors_section', 'LedgerParts', 'write_ledger']
+           'carry_unchanged', 'schedule_value', 'Verdict', 'kept_stage_seeds', 'Judging', 'verdict', 'count_key',
+           'judged_cells', 'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section',
+           'extractor_regime_name', 'extractor_regimes', 'devices_section', 'extractors_section', 'LedgerParts',
+           'write_ledger']
 
 # %% ../../nbs/table/62_ledger.ipynb #4831d797
 NEEDS_GPU_HOURS = 2.0  # a cell not run whose projected CPU wall time exceeds this is "needs a GPU" (the protocol's)
@@ -395,6 +396,26 @@ def _waiting(projected: dict | None, protocol: Protocol, what: str) -> tuple[Sta
     status, projection = _pending(projected, protocol.needs_gpu_hours)
     return status, "; ".join(t for t in (what, projection) if t)
 
+def kept_stage_seeds(stages_folder: str | os.PathLike, run: str) -> dict[str, frozenset[int]]:
+    """The seeds of each cell kept as a seed stage (`experiments/keep_stage.py` writes
+    `<stages_folder>/seeds-A-B/<run>/<column>/<method>/numbers.json`): 'column/method' → the seeds a later stage of
+    the cell can be joined to (`bcl.table.stages`)."""
+    kept = {}
+    for path in sorted(Path(stages_folder).glob(f"seeds-*/{run}/*/*/numbers.json")):
+        cell = f"{path.parent.parent.name}/{path.parent.name}"
+        kept[cell] = kept.get(cell, frozenset()) | frozenset(json.loads(path.read_text())["seeds"])
+    return kept
+
+def _unkept(kept: dict | None, cell: str, n: int, need: int, projected: dict | None) -> tuple[str, dict | None]:
+    """Where seeds 0..n-1 of `cell` are not kept as a stage (`kept`: `kept_stage_seeds`; None: not checked), no later
+    stage can be joined to them: the words that say so, and the projection of all `need` seeds (the projected cell
+    ran `n`; seeds are a vmap axis, so its time grows with them, as `experiments/project_table.py` scales it)."""
+    if kept is None or set(range(n)) <= kept.get(cell, frozenset()):
+        return "", projected
+    scaled = None if projected is None or projected.get("hours") is None else projected | {
+        "hours": projected["hours"] * need / n}
+    return f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit", scaled
+
 class Judging(NamedTuple):
     "What the headline ledger judges with: its own schedule, the other schedules' entries, the protocol and the rest."
     schedule: str  # the schedule of the ledger being written
@@ -402,11 +423,14 @@ class Judging(NamedTuple):
     protocol: Protocol
     explanations: dict  # `bcl.table.verdict.read_explanations`
     projection: dict | None = None  # the primary regime's projected cells
+    kept: dict | None = None  # the primary regime's seeds kept as stages (`kept_stage_seeds`); None: not checked
 
 def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explanations: dict,
-            projection: dict | None = None) -> Verdict:
+            projection: dict | None = None, kept: dict | None = None) -> Verdict:
     """The `Verdict` of a cell from `ledgers` ({schedule: entries}), judged under its primary regime only.
-    `projection`: the projected CPU time of the primary regime's cells ('column/method' → record with 'hours')."""
+    `projection`: the projected CPU time of the primary regime's cells ('column/method' → record with 'hours');
+    `kept`: their seeds kept as stages (`kept_stage_seeds`), so that a cell whose run seeds are not kept says that its
+    next stage runs them again (None: not checked)."""
     regime = protocol.regime(column)
     e = schedule_value(ledgers, regime, column, method)
     projected = (projection or {}).get(f"{column}/{method}")
@@ -415,12 +439,14 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
         return Verdict(status, regime, note=note)
     substitute = bool(e.note)
     need = seeds_required(e.per_seed, e.paper, protocol, substitute) if e.per_seed else e.n
+    unkept, projected = _unkept(kept, f"{column}/{method}", e.n, need, projected) if e.n < need else ("", projected)
     if e.n < need and e.n < protocol.seeds.through(2):
-        status, note = _waiting(projected, protocol, f"the protocol's stages require seeds {e.n}–{need - 1} ({e.n} run)")
+        what = "; ".join(t for t in (f"the protocol's stages require seeds {e.n}–{need - 1} ({e.n} run)", unkept) if t)
+        status, note = _waiting(projected, protocol, what)
         return Verdict(status, regime, note=note)
     j = judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, substitute)
     status = Status(j.outcome.value)
-    note = f"stage 3 (seeds {e.n}–{need - 1}) not run yet" if e.n < need else ""
+    note = "; ".join(t for t in (f"stage 3 (seeds {e.n}–{need - 1}) not run yet", unkept) if t) if e.n < need else ""
     if status is not Status.DIFFERS:
         return Verdict(status, regime, j, note=note)
     text, refused = explain(column, method, CellFacts(j, regime, protocol.rule, substitute), explanations)
@@ -444,7 +470,8 @@ def judged_cells(ledgers: dict) -> list[tuple]:
 
 def verdicts_of(ledgers: dict, judging: Judging) -> dict[tuple[str, str], Verdict]:
     "The `Verdict` of every cell any schedule finished ((column key, method) → verdict), each judged once."
-    return {(c.key, m): verdict(ledgers, c.key, m, judging.protocol, judging.explanations, judging.projection)
+    return {(c.key, m): verdict(ledgers, c.key, m, judging.protocol, judging.explanations, judging.projection,
+                                 judging.kept)
             for c, m in judged_cells(ledgers)}
 
 def verdict_counts(verdicts: dict) -> dict[str, int]:
