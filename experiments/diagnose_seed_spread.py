@@ -16,7 +16,9 @@ method, which grid point each seed's validation selected and what that seed reac
   `experiments/diagnose_authors_data.py` reads them (the cell's data, the regime's `training_repeat`, the ledger's
   extractor). Their trainer ids name their grid points; the SI grid of their `experiments/svi_cisplitmnist_fe.toml` at
   b838074 numbers (λ, ξ) as si1-si5 = λ 1, 10, 100, 1000, 10000 with ξ 0.1, si6-si10 the same with ξ 1, si11-si15
-  with ξ 10 (the paper's grid, Experiment Details, "Training").
+  with ξ 10 (the paper's grid, Experiment Details, "Training"). An authors' trainer is matched to the cell by its id
+  less the grid number (`si7` → `si`), so the MAP family's cells (joint, fine-tuning, EWC, SI) are read; the
+  variational methods' trainers have other ids (`prior_exact_gmsfsvi`) and are not.
 
 Tests: a two-sided permutation test on the difference of means, and the Brown-Forsythe test (Levene's on deviations
 from the median) on the spreads. Nothing is trained here. Writes STEM.{md,json} (default
