@@ -406,15 +406,31 @@ def kept_stage_seeds(stages_folder: str | os.PathLike, run: str) -> dict[str, fr
         kept[cell] = kept.get(cell, frozenset()) | frozenset(json.loads(path.read_text())["seeds"])
     return kept
 
+def _spans(seeds) -> str:
+    "Seeds as ranges: [0, 1, 2, 3, 4, 10, 11] → '0–4, 10–11'."
+    runs = []
+    for s in sorted(seeds):
+        if runs and s == runs[-1][1] + 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in runs)
+
 def _unkept(kept: dict | None, cell: str, n: int, need: int, projected: dict | None) -> tuple[str, dict | None]:
     """Where seeds 0..n-1 of `cell` are not kept as a stage (`kept`: `kept_stage_seeds`; None: not checked), no later
-    stage can be joined to them: the words that say so, and the projection of all `need` seeds (the projected cell
-    ran `n`; seeds are a vmap axis, so its time grows with them, as `experiments/project_table.py` scales it)."""
-    if kept is None or set(range(n)) <= kept.get(cell, frozenset()):
+    stage can be joined to them: the words that say so and which seeds still run, and the projection of those seeds
+    (the projected cell ran `n`; seeds are a vmap axis, so its time grows with them, as `experiments/project_table.py`
+    scales it). Seeds of the `need` already kept, from an earlier stage of the same bcl code, do not run again."""
+    have = (kept or {}).get(cell, frozenset()) & frozenset(range(need))
+    if kept is None or set(range(n)) <= have:
         return "", projected
+    todo = sorted(set(range(need)) - have)
     scaled = None if projected is None or projected.get("hours") is None else projected | {
-        "hours": projected["hours"] * need / n}
-    return f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit", scaled
+        "hours": projected["hours"] * len(todo) / n}
+    if not have:
+        return f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit", scaled
+    return (f"seeds {_spans(have)} are kept as stages (experiments/stages); seeds {_spans(todo)} still run from their bcl "
+            f"code before all {need} are joined"), scaled
 
 class Judging(NamedTuple):
     "What the headline ledger judges with: its own schedule, the other schedules' entries, the protocol and the rest."
@@ -446,7 +462,9 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
         return Verdict(status, regime, note=note)
     j = judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, substitute)
     status = Status(j.outcome.value)
-    note = "; ".join(t for t in (f"stage 3 (seeds {e.n}–{need - 1}) not run yet", unkept) if t) if e.n < need else ""
+    later_kept = (kept or {}).get(f"{column}/{method}", frozenset()) & frozenset(range(e.n, need))
+    stage = "" if later_kept else f"stage 3 (seeds {e.n}–{need - 1}) not run yet"
+    note = "; ".join(t for t in (stage, unkept) if t) if e.n < need else ""
     if status is not Status.DIFFERS:
         return Verdict(status, regime, j, note=note)
     text, refused = explain(column, method, CellFacts(j, regime, protocol.rule, substitute), explanations)
