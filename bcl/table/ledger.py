@@ -379,6 +379,7 @@ class Verdict(NamedTuple):
     explanation: str = ""
     refused: str = ""
     note: str = ""
+    to_run: tuple[int, ...] = ()  # the seeds the protocol's stages still run before the cell is judged (or judged again)
 
     def record(self, protocol: Protocol) -> dict:
         "The verdict as the ledger's JSON records it, with the regime and the rule it came from."
@@ -389,7 +390,8 @@ class Verdict(NamedTuple):
         return {"status": str(self.status), "regime": self.regime, "protocol_version": protocol.version,
                 "rule": {"interval": "prediction", "level": rule.level, "max_half_width_points": rule.max_half_width,
                          "margin_points": j.margin if j else None},
-                **numbers, "explanation": self.explanation, "refused": self.refused, "note": self.note}
+                **numbers, "explanation": self.explanation, "refused": self.refused, "note": self.note,
+                "to_run": list(self.to_run)}
 
 def _waiting(projected: dict | None, protocol: Protocol, what: str) -> tuple[Status, str]:
     "A cell, or its remaining seeds, not run under its primary regime: its status and what is missing."
@@ -416,21 +418,25 @@ def _spans(seeds) -> str:
             runs.append([s, s])
     return ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in runs)
 
-def _unkept(kept: dict | None, cell: str, n: int, need: int, projected: dict | None) -> tuple[str, dict | None]:
-    """Where seeds 0..n-1 of `cell` are not kept as a stage (`kept`: `kept_stage_seeds`; None: not checked), no later
-    stage can be joined to them: the words that say so and which seeds still run, and the projection of those seeds
-    (the projected cell ran `n`; seeds are a vmap axis, so its time grows with them, as `experiments/project_table.py`
-    scales it). Seeds of the `need` already kept, from an earlier stage of the same bcl code, do not run again."""
+def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict | None
+                ) -> tuple[str, dict | None, tuple[int, ...]]:
+    """What runs before `cell`'s `need` seeds can be joined, where `n` (seeds 0..n-1) ran: the seeds still to run, and
+    where seeds 0..n-1 are not kept as a stage (`kept`: `kept_stage_seeds`; None: not checked) the words that say so
+    and the projection of the seeds still to run (the projected cell ran `n`; seeds are a vmap axis, so its time grows
+    with them, as `experiments/project_table.py` scales it). Seeds of the `need` already kept, from an earlier stage
+    of the same bcl code, do not run again."""
     have = (kept or {}).get(cell, frozenset()) & frozenset(range(need))
     if kept is None or set(range(n)) <= have:
-        return "", projected
-    todo = sorted(set(range(need)) - have)
+        return "", projected, tuple(sorted(set(range(n, need)) - have))
+    todo = tuple(sorted(set(range(need)) - have))
     scaled = None if projected is None or projected.get("hours") is None else projected | {
         "hours": projected["hours"] * len(todo) / n}
     if not have:
-        return f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit", scaled
-    return (f"seeds {_spans(have)} are kept as stages (experiments/stages); seeds {_spans(todo)} still run from their bcl "
-            f"code before all {need} are joined"), scaled
+        words = f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit"
+    else:
+        words = (f"seeds {_spans(have)} are kept as stages (experiments/stages); seeds {_spans(todo)} still run from "
+                 f"their bcl code before all {need} are joined")
+    return words, scaled, todo
 
 class Judging(NamedTuple):
     "What the headline ledger judges with: its own schedule, the other schedules' entries, the protocol and the rest."
@@ -452,23 +458,24 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
     projected = (projection or {}).get(f"{column}/{method}")
     if e is None:
         status, note = _waiting(projected, protocol, f"not run under {regime}")
-        return Verdict(status, regime, note=note)
+        return Verdict(status, regime, note=note, to_run=tuple(range(protocol.seeds.through(1))))
     substitute = bool(e.note)
     need = seeds_required(e.per_seed, e.paper, protocol, substitute) if e.per_seed else e.n
-    unkept, projected = _unkept(kept, f"{column}/{method}", e.n, need, projected) if e.n < need else ("", projected)
+    unkept, projected, to_run = _stage_plan(kept, f"{column}/{method}", e.n, need, projected) if e.n < need else (
+        "", projected, ())
     if e.n < need and e.n < protocol.seeds.through(2):
         what = "; ".join(t for t in (f"the protocol's stages require seeds {e.n}–{need - 1} ({e.n} run)", unkept) if t)
         status, note = _waiting(projected, protocol, what)
-        return Verdict(status, regime, note=note)
+        return Verdict(status, regime, note=note, to_run=to_run)
     j = judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, substitute)
     status = Status(j.outcome.value)
     later_kept = (kept or {}).get(f"{column}/{method}", frozenset()) & frozenset(range(e.n, need))
     stage = "" if later_kept else f"stage 3 (seeds {e.n}–{need - 1}) not run yet"
     note = "; ".join(t for t in (stage, unkept) if t) if e.n < need else ""
     if status is not Status.DIFFERS:
-        return Verdict(status, regime, j, note=note)
+        return Verdict(status, regime, j, note=note, to_run=to_run)
     text, refused = explain(column, method, CellFacts(j, regime, protocol.rule, substitute), explanations)
-    return Verdict(status, regime, j, text, refused, note)
+    return Verdict(status, regime, j, text, refused, note, to_run)
 
 VERDICT_COUNTS = ("agree", "differ, explained", "differ, unexplained", "inconclusive", "needs a GPU", "not run")
 
