@@ -25,6 +25,11 @@
 #   cells:SCHEDULE  the same with that schedule and the cells of BCL_GPU_CELLS_<SCHEDULE, - as _> (else BCL_GPU_CELLS),
 #                so one call can run several schedules; timeout BCL_GPU_CELLS_S_<SCHEDULE> (else BCL_GPU_CELLS_S)
 #                                                                  -> OUT/cells-SCHEDULE.jsonl, OUT/cells-SCHEDULE.tar.gz
+#   pending      the table cells the reproduction protocol still runs (experiments/pending_cells.py --cheapest-first,
+#                verdicts BCL_GPU_PENDING_STATUS, default "needs a GPU"): one batch a group of seeds, BCL_GPU_WORKERS
+#                (4) workers on the GPU, into results/gpu-pending-<regime>-<first>-<last> (a later call on the still-warm
+#                machine resumes there); timeout BCL_GPU_PENDING_S (540)
+#                                          -> OUT/pending.jsonl (a line per finished cell), OUT/pending.tar.gz
 #   smoke        bcl-table faa --profile smoke --subset representative (mock data, one cell per column and per
 #                method) on the GPU                                                              -> OUT/smoke.jsonl
 #   notebooks    the notebooks matching BCL_GPU_NOTEBOOKS (a pytest -k expression)           -> OUT/notebooks.log
@@ -114,6 +119,26 @@ print('bcl', bcl.__version__, 'jax', jax.__version__, jax.devices(), 'pandas', p
         | grep -v "WARNING\|warn" | tail -8
       cell_lines "$table/$run" >"$OUT/$name.jsonl"; echo "$name: $(wc -l <"$OUT/$name.jsonl") done"
       (cd "$table" && tar czf "$OUT/$name.tar.gz" "$run"/*/*/numbers.json "$run"/*/*/*.ipynb) ;;
+    pending)
+      "$PY" experiments/pending_cells.py --json --cheapest-first --status "${BCL_GPU_PENDING_STATUS:-needs a GPU}" \
+        >/tmp/pending.jsonl || exit 1
+      : >"$OUT/pending.jsonl"
+      while IFS=$'\t' read -r regime first seeds cells; do
+        dir=results/gpu-pending-$regime-$first-$((first + seeds - 1))
+        [ "$regime" = epochs ] && run=offline || run=offline-$regime
+        echo "pending: $regime seeds $first-$((first + seeds - 1)): $cells"
+        # shellcheck disable=SC2086
+        timeout "$(within "${BCL_GPU_PENDING_S:-540}")" "$PY" experiments/run_table.py faa --profile offline --out "$dir" \
+          --schedule "$regime" --first-seed "$first" --seeds "$seeds" --workers "${BCL_GPU_WORKERS:-4}" --cells $cells \
+          2>&1 | grep -v "WARNING\|warn" | tail -4
+        cell_lines "$dir/$run" >>"$OUT/pending.jsonl"
+      done < <("$PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    g = json.loads(line)
+    print(g["regime"], g["first"], g["seeds"], " ".join(g["cells"]), sep="\t")' /tmp/pending.jsonl)
+      echo "pending: $(wc -l <"$OUT/pending.jsonl") cells done"
+      (shopt -s nullglob; files=(results/gpu-pending-*/*/*/*/numbers.json results/gpu-pending-*/*/*/*/*.ipynb)
+       [ ${#files[@]} -gt 0 ] && tar czf "$OUT/pending.tar.gz" "${files[@]}") ;;
     smoke)
       timeout "$(within "${BCL_GPU_SMOKE_S:-300}")" "$PY" experiments/run_table.py faa --profile smoke --subset representative \
         --out /tmp/gpu-smoke --workers "${BCL_GPU_WORKERS:-1}" 2>&1 | grep -v "WARNING\|warn" | tail -4

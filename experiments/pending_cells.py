@@ -1,6 +1,7 @@
 """The runs the reproduction protocol still asks of Table faa, as `run_table.py` commands.
 
 Usage: python experiments/pending_cells.py [--profile offline] [--status STATUS ...] [--out-prefix PREFIX] [--json]
+                                         [--cheapest-first]
 
 The headline ledger (`experiments/ledger.py faa --profile PROFILE`) records each cell's verdict under its primary
 regime and the seeds its stages still run (`to_run`, `bcl.table.ledger.Verdict`). This reads them from
@@ -80,6 +81,28 @@ def pending_groups(ledger: dict, profile: str, statuses: set[str] | None = None,
             for (regime, first, count, code), (cells, states) in groups.items()]
 
 
+def cheapest_first(groups: list[Group], projection: dict) -> list[Group]:
+    """`groups` with each group's cells, and the groups, ordered by projected hours (`projection`: `projections`; a
+    cell without one goes last), so that a run cut short has finished the most cells."""
+    hours = lambda cell: (projection.get(cell) or {}).get("hours") or float("inf")
+    ordered = [g._replace(**dict(zip(("cells", "statuses"), map(tuple, zip(*sorted(zip(g.cells, g.statuses),
+                                                                                  key=lambda p: hours(p[0])))))))
+               for g in groups]
+    return sorted(ordered, key=lambda g: sum(hours(c) for c in g.cells))
+
+
+def projections(tables: Path, profile: str, regimes: set[str]) -> dict:
+    """'column/method' → projected record of the cell under its regime, from `experiments/project_table.py`'s
+    `faa_<run>_projection.json` of each regime (a regime without one projects nothing)."""
+    from bcl.table.plan import run_name
+    out = {}
+    for regime in sorted(regimes):
+        path = tables / f"faa_{run_name(profile, regime)}_projection.json"
+        if path.exists():
+            out |= json.loads(path.read_text())["cells"]
+    return out
+
+
 def command(group: Group, profile: str, prefix: str) -> str:
     "The `run_table.py` command of one group, with a comment line naming what it needs."
     last = group.first + group.seeds - 1
@@ -99,6 +122,8 @@ def main(argv=None) -> int:
     parser.add_argument("--status", nargs="*", help="only cells with these verdicts (e.g. 'needs a GPU' inconclusive)")
     parser.add_argument("--out-prefix", default="results/pending", help="each command's --out is PREFIX-REGIME-A-B")
     parser.add_argument("--json", action="store_true", help="print the groups as JSON lines")
+    parser.add_argument("--cheapest-first", action="store_true",
+                        help="order cells and groups by the ledger's projected hours, not the table's order")
     parser.add_argument("--tables", type=Path, default=TABLES)
     args = parser.parse_args(argv)
     path = args.tables / f"faa_{args.profile}.json"
@@ -113,6 +138,8 @@ def main(argv=None) -> int:
     if not any("to_run" in (r.get("verdict") or {}) for r in ledger["cells"].values()):
         parser.error(f"{path} records no seeds to run: it was written before the ledger recorded them; write it again")
     groups = pending_groups(ledger, args.profile, set(args.status) if args.status else None)
+    if args.cheapest_first:
+        groups = cheapest_first(groups, projections(args.tables, args.profile, {g.regime for g in groups}))
     for group in groups:
         print(json.dumps(group._asdict()) if args.json else command(group, args.profile, args.out_prefix) + "\n")
     if not args.json:

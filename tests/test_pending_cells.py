@@ -52,3 +52,13 @@ def test_an_unknown_status_is_refused():
     done = subprocess.run([sys.executable, str(ROOT / "experiments/pending_cells.py"), "--status", "need a GPU"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "no verdict has the status ['need a GPU']" in done.stderr
+
+
+def test_cheapest_first_orders_cells_and_groups_by_projected_hours():
+    groups = [pending_cells.Group("steps-matched", 0, 10, None, None, ("a/x", "b/y"), ("needs a GPU",) * 2),
+              pending_cells.Group("steps-matched", 0, 5, None, None, ("c/z", "d/w", "e/v"), ("needs a GPU",) * 3)]
+    hours = {"a/x": {"hours": 9.0}, "b/y": {"hours": 2.0}, "c/z": {"hours": 3.0}, "d/w": {"hours": 1.0}}
+    ordered = pending_cells.cheapest_first(groups, hours)
+    assert [g.cells for g in ordered] == [("b/y", "a/x"), ("d/w", "c/z", "e/v")]  # e/v: no projection, last; 11 h < inf
+    ordered = pending_cells.cheapest_first(groups, hours | {"e/v": {"hours": 1.0}})
+    assert [g.cells for g in ordered] == [("d/w", "e/v", "c/z"), ("b/y", "a/x")]  # 5 h before 11 h
