@@ -85,10 +85,12 @@ def cheapest_first(groups: list[Group], projection: dict) -> list[Group]:
     """`groups` with each group's cells, and the groups, ordered by projected hours (`projection`: `projections`; a
     cell without one goes last), so that a run cut short has finished the most cells."""
     hours = lambda cell: (projection.get(cell) or {}).get("hours") or float("inf")
-    ordered = [g._replace(**dict(zip(("cells", "statuses"), map(tuple, zip(*sorted(zip(g.cells, g.statuses),
-                                                                                  key=lambda p: hours(p[0])))))))
-               for g in groups]
-    return sorted(ordered, key=lambda g: sum(hours(c) for c in g.cells))
+
+    def ordered(group: Group) -> Group:
+        pairs = sorted(zip(group.cells, group.statuses), key=lambda pair: hours(pair[0]))
+        return group._replace(cells=tuple(c for c, _ in pairs), statuses=tuple(s for _, s in pairs))
+
+    return sorted(map(ordered, groups), key=lambda g: sum(hours(c) for c in g.cells))
 
 
 def projections(tables: Path, profile: str, regimes: set[str]) -> dict:
