@@ -425,11 +425,14 @@ def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict
     and the projection of the seeds still to run (the projected cell ran `n`; seeds are a vmap axis, so its time grows
     with them, as `experiments/project_table.py` scales it). Seeds of the `need` already kept, from an earlier stage
     of the same bcl code, do not run again."""
-    have = (kept or {}).get(cell, frozenset()) & frozenset(range(need))
-    if kept is None or set(range(n)) <= have:
-        return "", projected, tuple(sorted(set(range(n, need)) - have))
-    todo = tuple(sorted(set(range(need)) - have))
-    scaled = None if projected is None or projected.get("hours") is None else projected | {
+    if kept is None:
+        return "", projected, tuple(range(n, need))
+    have = kept.get(cell, frozenset()) & frozenset(range(need))
+    runs_kept = set(range(n)) <= have
+    todo = tuple(sorted(set(range(need)) - have - (set(range(n)) if runs_kept else set())))
+    if runs_kept and have <= set(range(n)):  # the usual case: the run seeds are kept, the next stage not begun
+        return "", projected, todo
+    scaled = projected if runs_kept or projected is None or projected.get("hours") is None else projected | {
         "hours": projected["hours"] * len(todo) / n}
     if not have:
         words = f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit"
