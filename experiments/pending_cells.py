@@ -41,17 +41,6 @@ class Group(NamedTuple):
     statuses: tuple[str, ...]
 
 
-def spans(seeds: list[int]) -> list[tuple[int, int]]:
-    "Contiguous runs of `seeds` as (first, count): [0, 1, 2, 7] → [(0, 3), (7, 1)]."
-    out = []
-    for s in sorted(seeds):
-        if out and s == out[-1][0] + out[-1][1]:
-            out[-1] = (out[-1][0], out[-1][1] + 1)
-        else:
-            out.append((s, 1))
-    return out
-
-
 def kept_code(cell: str, run: str, stages: Path = STAGES) -> tuple[str | None, str | None]:
     "The bcl code and commit of `cell`'s kept stages under `run` ((None, None) when none is kept)."
     for path in sorted(stages.glob(f"seeds-*/{run}/{cell}/numbers.json")):
@@ -63,6 +52,7 @@ def kept_code(cell: str, run: str, stages: Path = STAGES) -> tuple[str | None, s
 def pending_groups(ledger: dict, profile: str, statuses: set[str] | None = None, stages: Path = STAGES) -> list[Group]:
     """The groups of cells whose verdict (`ledger["cells"][*]["verdict"]`) still runs seeds, in the ledger's order;
     `statuses`: only verdicts with one of these statuses (None: any)."""
+    from bcl.table.ledger import seed_spans
     from bcl.table.plan import run_name
     groups: dict[tuple, tuple[list, list]] = {}
     commits: dict[str | None, str | None] = {}
@@ -73,7 +63,8 @@ def pending_groups(ledger: dict, profile: str, statuses: set[str] | None = None,
         regime = verdict["regime"]
         code, commit = kept_code(cell, run_name(profile, regime), stages)
         commits.setdefault(code, commit)
-        for first, count in spans(verdict["to_run"]):
+        for first, last in seed_spans(verdict["to_run"]):
+            count = last - first + 1
             cells, states = groups.setdefault((regime, first, count, code), ([], []))
             cells.append(cell)
             states.append(verdict["status"])

@@ -15,11 +15,6 @@ def ledger(to_run: dict) -> dict:
                       for cell, (status, seeds) in to_run.items()}}
 
 
-def test_spans_are_contiguous_runs():
-    assert pending_cells.spans([7, 0, 1, 2]) == [(0, 3), (7, 1)]
-    assert pending_cells.spans([]) == []
-
-
 def test_cells_group_by_span_and_kept_code(tmp_path):
     kept = tmp_path / "seeds-10-14/offline-steps-matched/di-mnist-fcnn/si/numbers.json"
     kept.parent.mkdir(parents=True)

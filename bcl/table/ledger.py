@@ -25,8 +25,8 @@ __all__ = ['NEEDS_GPU_HOURS', 'JUDGED', 'STATUSES', 'NO_PUBLISHED', 'ORDER_POINT
            'SCHEDULE_LABELS', 'UNCHANGED_BY_MATCHING', 'MATCHED_BASE', 'VERDICT_COUNTS', 'Status', 'Entry',
            'protocol_rule', 'status_of', 'entry_from_record', 'entry_from_numbers', 'collect', 'previous_cells',
            'orderings', 'cell_text', 'markdown_ledger', 'latex_ledger', 'ledger_entries', 'schedule_section',
-           'carry_unchanged', 'schedule_value', 'Verdict', 'kept_stage_seeds', 'Judging', 'verdict', 'count_key',
-           'judged_cells', 'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section',
+           'carry_unchanged', 'schedule_value', 'Verdict', 'kept_stage_seeds', 'seed_spans', 'Judging', 'verdict',
+           'count_key', 'judged_cells', 'verdicts_of', 'verdict_counts', 'protocol_section', 'sensitivity_section',
            'extractor_regime_name', 'extractor_regimes', 'devices_section', 'extractors_section', 'LedgerParts',
            'write_ledger']
 
@@ -408,15 +408,19 @@ def kept_stage_seeds(stages_folder: str | os.PathLike, run: str) -> dict[str, fr
         kept[cell] = kept.get(cell, frozenset()) | frozenset(json.loads(path.read_text())["seeds"])
     return kept
 
-def _spans(seeds) -> str:
-    "Seeds as ranges: [0, 1, 2, 3, 4, 10, 11] → '0–4, 10–11'."
+def seed_spans(seeds) -> list[tuple[int, int]]:
+    "Contiguous runs of `seeds` as (first, last), as stages run them: [0, 1, 2, 3, 4, 10, 11] → [(0, 4), (10, 11)]."
     runs = []
     for s in sorted(seeds):
         if runs and s == runs[-1][1] + 1:
             runs[-1][1] = s
         else:
             runs.append([s, s])
-    return ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in runs)
+    return [(a, b) for a, b in runs]
+
+def _spans(seeds) -> str:
+    "Seeds as ranges: [0, 1, 2, 3, 4, 10, 11] → '0–4, 10–11'."
+    return ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in seed_spans(seeds))
 
 def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict | None
                 ) -> tuple[str, dict | None, tuple[int, ...]]:
