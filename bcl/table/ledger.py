@@ -476,7 +476,7 @@ def verdict(ledgers: dict, column: str, method: str, protocol: Protocol, explana
         return Verdict(status, regime, note=note, to_run=to_run)
     j = judge(e.mean, e.sd or 0.0, e.n, e.paper, protocol.rule, substitute)
     status = Status(j.outcome.value)
-    later_kept = (kept or {}).get(f"{column}/{method}", frozenset()) & frozenset(range(e.n, need))
+    later_kept = set(range(e.n, need)) - set(to_run)  # seeds of the next stage already kept
     stage = "" if later_kept else f"stage 3 (seeds {e.n}–{need - 1}) not run yet"
     note = "; ".join(t for t in (stage, unkept) if t) if e.n < need else ""
     if status is not Status.DIFFERS:
