@@ -440,6 +440,9 @@ def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict
         "hours": projected["hours"] * len(todo) / n}
     if not have:
         words = f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit"
+    elif not todo:  # every stage kept, not yet joined into the ledger
+        words = (f"seeds {_spans(have)} are kept as stages (experiments/stages): join them (experiments/merge_stages.py) "
+                 "to judge the cell")
     else:
         words = (f"seeds {_spans(have)} are kept as stages (experiments/stages); seeds {_spans(todo)} still run from "
                  f"their bcl code before all {need} are joined")
