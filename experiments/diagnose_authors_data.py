@@ -187,13 +187,13 @@ def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> st
              "Written by `python experiments/diagnose_authors_data.py --regime steps-matched` from the authors' runs in "
              f"`{runs_path}` and bcl's cells in `{ledger_path}`. The authors' code "
              "is github.com/blackblitz/bcl at b838074, unmodified, with the paper's settings of "
-             "`experiments/svi_{ci,di}splitmnist_{fe,fcnn}.toml`, on bcl's MNIST-5k arrays (on the extractor columns, "
+             "`experiments/svi_{ci,di}splitmnist_{fe,fcnn,cnn}.toml`, on bcl's MNIST-5k arrays (on the extractor columns, "
              "bcl's features of them from the extractor bcl's cells recorded, its digest recorded on both sides) with each "
              "task's training split written 15 times over (`tests/parity/authors_prepped.py --repeat 15`). Their trainers "
              "divide every prior and penalty term by the task's number of minibatches and take `n_epochs` passes, so "
-             "with 15 copies they run the paper's optimiser steps (20 epochs × 150 minibatches of 64 a task) with each "
-             "term weighing per data point what it weighs in the paper: bcl's steps-matched cells (300 epochs of 10 "
-             "minibatches, every term divided by 15 × 10). Only the minibatches' order differs. Intervals are the "
+             "with 15 copies they run the paper's optimiser steps (20 epochs × 150 minibatches of 64 a task; 300 of 32 "
+             "with the CNN) with each term weighing per data point what it weighs in the paper: bcl's steps-matched "
+             "cells (300 epochs of 10 minibatches, 20 with the CNN, every term divided by 15 × 10 or 15 × 20). Only the minibatches' order differs. Intervals are the "
              "protocol's (`experiments/protocol.md`): a 95 % prediction interval of one more run from the seeds, "
              "widened by the 3-point margin for the substitute data. A gap is the data's when the authors' mean lies "
              "in bcl's interval and their own interval leaves out the paper's number, the ledger's rule for an "
@@ -214,6 +214,14 @@ def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> st
                      f"{r['bcl_sd']:.2f} ({r['bcl_n']}), [{lo:.2f}, {hi:.2f}] | {per_seed} (seeds "
                      f"{', '.join(str(s) for s in r['authors_seeds'])}) | {r['authors_mean']:.2f} ± {r['authors_sd']:.2f}, "
                      f"[{alo:.2f}, {ahi:.2f}] | {rows_} | {r['verdict']} |")
+    alone = [r for r in table if "bcl_interval" not in r]
+    if alone:
+        lines += ["", "The authors' code on cells bcl has not run under this regime (the ledger says what they still need): "
+                  + "; ".join(f"{faa_column(r['column']).label} {method_info(r['method']).label}, "
+                              + ", ".join(f"{x:.2f}" for x in r["authors_per_seed"])
+                              + f" (seeds {', '.join(str(s) for s in r['authors_seeds'])}; mean {r['authors_mean']:.2f}"
+                              + (f" ± {np.std(r['authors_per_seed'], ddof=1):.2f}" if len(r["authors_per_seed"]) > 1 else "")
+                              + f"), paper {r['paper']:.2f}" for r in alone) + "."]
     lines += ["", "Training seconds per authors' run (all trainers of one seed and experiment in one process, so a "
               "grid's or a column's runs share it; 2-core CPU shared with other jobs): " + "; ".join(
                   f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" for s in r["authors_train_s"] if s)

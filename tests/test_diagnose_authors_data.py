@@ -70,3 +70,17 @@ def test_the_primary_regime_keeps_its_own_runs_and_judges_by_the_protocol():
         CellFacts(ours, "steps-matched", protocol.rule, True)) is None
     [row] = diagnose.rows(plain, cells)  # the epochs rows are as before
     assert row["regime"] == "epochs" and row["authors_per_seed"] == [60.0] * 3
+
+
+def test_a_cell_bcl_has_not_run_is_listed_with_the_authors_seeds_alone():
+    """A cell of the primary regime that bcl has not run (e.g. one that needs a GPU) is not judged, but the authors'
+    seeds on it are listed under the table, so that no run of theirs is hidden."""
+    from bcl.table.verdict import load_protocol
+    matched = [run(s, a, "er") | {"experiment": "svi_cisplitmnist_cnn", "training_repeat": 15}
+               for s, a in enumerate([95.0, 96.0])]
+    [row] = diagnose.rows(matched, {}, regime="steps-matched")
+    [judged] = diagnose.protocol_rows([row], {}, load_protocol())
+    assert judged["verdict"] == "no bcl cell"
+    text = diagnose.protocol_markdown([judged], "runs.jsonl", "ledger.json")
+    assert "| CI Split MNIST, CNN |" not in text  # no row in the table: nothing to judge against
+    assert "CI Split MNIST, CNN ER, 95.00, 96.00 (seeds 0, 1; mean 95.50 ± 0.71), paper 96.69" in text, text[-400:]
