@@ -30,7 +30,8 @@ own settings, inducing bounds [-1, 6] included.
 
 With `--resumable`, training goes through `authors_train_resumable.py` (their loop, saved at every epoch under
 `<clone>/resumable/<experiment>__seed<S>/`): a killed run resumes at its last epoch when the same command is run
-again, and `train_s` then counts the last run only.
+again, and `train_s` then counts the last run only. The folder is removed once the seed is trained and evaluated, so
+that other trainers of the same experiment and seed (another `<experiment>__seed<S>` file) can run after it.
 
 The script never imports the authors' package itself (it is also called `bcl`); it only calls their commands.
 Without `--authors-repo`, or when the environment lacks their dependencies, it says so and exits with status 0.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -171,11 +173,14 @@ def run_seed(repo: Path, experiment: str, spec: dict, trainers: list[str], seed:
     (repo / "experiments" / f"{name}.toml").write_text(
         tomli_w.dumps(seed_experiment(spec, trainers, seed, features_prepared)))
     (repo / "logs").mkdir(exist_ok=True)
+    state = repo / "resumable" / name
     if resumable:
-        train_s = _run(repo, str(RESUMABLE), name, "--state", str(repo / "resumable" / name), stream=True)
+        train_s = _run(repo, str(RESUMABLE), name, "--state", str(state), stream=True)
     else:
         train_s = _run(repo, "bcl.train", name)
     evaluate_s = _run(repo, "bcl.evaluate", name)
+    if resumable:  # trained and evaluated: its state is tied to this file's text, which the next trainers change
+        shutil.rmtree(state)
     with open(repo / "results" / name / "accuracy.dat", "rb") as file:
         accuracy = msgpack.unpack(file)  # only the trainer that `select_trainers` kept of each name
     import jax
