@@ -193,9 +193,9 @@ def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> st
              "divide every prior and penalty term by the task's number of minibatches and take `n_epochs` passes, so "
              "with 15 copies they run the paper's optimiser steps (20 epochs × 150 minibatches of 64 a task; 300 of 32 "
              "with the CNN) with each term weighing per data point what it weighs in the paper: bcl's steps-matched "
-             "cells (300 epochs of 10 minibatches, 20 with the CNN, every term divided by 15 × 10 or 15 × 20). Only the minibatches' order differs. Intervals are the "
-             "protocol's (`experiments/protocol.md`): a 95 % prediction interval of one more run from the seeds, "
-             "widened by the 3-point margin for the substitute data. A gap is the data's when the authors' mean lies "
+             "cells (300 epochs of 10 minibatches, 20 with the CNN, every term divided by 15 × 10 or 15 × 20). Only "
+             "the minibatches' order differs. Intervals are the protocol's (`experiments/protocol.md`): a 95 % "
+             "prediction interval of one more run from the seeds, widened by the 3-point margin for the substitute data. A gap is the data's when the authors' mean lies "
              "in bcl's interval and their own interval leaves out the paper's number, the ledger's rule for an "
              "`authors-code` explanation; at least 3 seeds of theirs.", "",
              "| column | method | paper | bcl: mean ± sd (seeds), interval | the authors' code: per seed | authors: "
