@@ -97,3 +97,12 @@ def test_another_experiment_file_refuses_the_folder(clone):
     (clone / "experiments" / "toy.toml").write_text('[task_sequence]\nname = "toyseq"\n# another seed\n')
     with pytest.raises(SystemExit, match="another experiment file"):
         resumable.EpochStore(clone / "state", "toy")
+
+
+def test_a_second_trainer_on_the_same_folder_is_refused(clone):
+    "A training process left running (its parent killed) must not race a resumed one over the saved epochs."
+    holder = resumable.EpochStore(clone / "state", "toy")
+    with pytest.raises(SystemExit, match="another process"):
+        resumable.EpochStore(clone / "state", "toy")
+    del holder  # the process holding the folder ends: the lock goes with it
+    resumable.EpochStore(clone / "state", "toy")

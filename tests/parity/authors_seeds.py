@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -233,6 +234,8 @@ def main(argv=None) -> int:
     if args.authors_repo is None:
         print("authors_seeds.py: no --authors-repo (or $BCL_AUTHORS_REPO) given; nothing to run.")
         return 0
+    # SIGTERM (kill, pkill) becomes SystemExit, so that subprocess.run kills the training process with this one
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     repo = args.authors_repo.resolve()
     path = repo / "experiments" / f"{args.experiment}.toml"
     if not path.is_file():

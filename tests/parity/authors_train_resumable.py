@@ -26,6 +26,7 @@ different experiment refuses to resume from it. Progress goes to stdout and `FOL
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import shutil
@@ -53,6 +54,19 @@ class EpochStore:
     def __init__(self, folder: Path, experiment: str):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
+        self.lock = open(folder / "lock", "a+")  # held while this process lives: one trainer per folder
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock.seek(0)
+            holder = self.lock.read().strip() or "unknown"
+            sys.exit(f"authors_train_resumable.py: another process (pid {holder}) is training into {folder}; stop it "
+                     f"first (a killed authors_seeds.py of an older version left its training process running), then "
+                     f"resume")
+        self.lock.seek(0)
+        self.lock.truncate()
+        self.lock.write(f"{os.getpid()}\n")
+        self.lock.flush()
         mark = folder / "fingerprint"
         expected = fingerprint(experiment)
         if mark.is_file() and mark.read_text().strip() != expected:
