@@ -195,7 +195,8 @@ def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> st
              "with the CNN) with each term weighing per data point what it weighs in the paper: bcl's steps-matched "
              "cells (300 epochs of 10 minibatches, 20 with the CNN, every term divided by 15 × 10 or 15 × 20). Only "
              "the minibatches' order differs. Intervals are the protocol's (`experiments/protocol.md`): a 95 % "
-             "prediction interval of one more run from the seeds, widened by the 3-point margin for the substitute data. A gap is the data's when the authors' mean lies "
+             "prediction interval of one more run from the seeds, widened by the 3-point margin for the substitute "
+             "data. A gap is the data's when the authors' mean lies "
              "in bcl's interval and their own interval leaves out the paper's number, the ledger's rule for an "
              "`authors-code` explanation; at least 3 seeds of theirs.", "",
              "| column | method | paper | bcl: mean ± sd (seeds), interval | the authors' code: per seed | authors: "

@@ -61,8 +61,7 @@ class EpochStore:
             self.lock.seek(0)
             holder = self.lock.read().strip() or "unknown"
             sys.exit(f"authors_train_resumable.py: another process (pid {holder}) is training into {folder}; stop it "
-                     f"first (a killed authors_seeds.py of an older version left its training process running), then "
-                     f"resume")
+                     f"first (it may be left over from a killed authors_seeds.py), then resume")
         self.lock.seek(0)
         self.lock.truncate()
         self.lock.write(f"{os.getpid()}\n")
