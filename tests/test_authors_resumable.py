@@ -104,5 +104,5 @@ def test_a_second_trainer_on_the_same_folder_is_refused(clone):
     holder = resumable.EpochStore(clone / "state", "toy")
     with pytest.raises(SystemExit, match="another process"):
         resumable.EpochStore(clone / "state", "toy")
-    del holder  # the process holding the folder ends: the lock goes with it
+    holder.lock.close()  # as when the holding process ends: the lock goes with its file
     resumable.EpochStore(clone / "state", "toy")
