@@ -180,6 +180,15 @@ def verdict(row: dict) -> str:
     return f"{row['verdict']} (their seed{'s' if len(outside) > 1 else ''} {seeds} outside the ±{row['margin']:.1f} margin)"
 
 
+def train_seconds(table: list[dict]) -> str:
+    "Each cell's training seconds per authors' run; a run trained through the resumable loop is starred."
+    return "; ".join(f"{r['column']}/{r['method']} " + ", ".join(
+        f"{s:.0f}" + ("*" if resumed else "") for s, resumed in zip(r["authors_train_s"], r["authors_resumed"]) if s)
+        for r in table) + (" (*: trained through `tests/parity/authors_seeds.py --resumable`; where such a run was "
+                           "stopped and resumed, the seconds of its last part only)." if any(
+                               any(r["authors_resumed"]) for r in table) else ".")
+
+
 def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> str:
     "The primary regime's comparison: both codes' seeds, intervals by the protocol's rule, and the verdict."
     from bcl.paper import faa_column, method_info
@@ -224,9 +233,7 @@ def protocol_markdown(table: list[dict], runs_path: str, ledger_path: str) -> st
                               + (f" ± {np.std(r['authors_per_seed'], ddof=1):.2f}" if len(r["authors_per_seed"]) > 1 else "")
                               + f"), paper {r['paper']:.2f}" for r in alone) + "."]
     lines += ["", "Training seconds per authors' run (all trainers of one seed and experiment in one process, so a "
-              "grid's or a column's runs share it; 2-core CPU shared with other jobs): " + "; ".join(
-                  f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" for s in r["authors_train_s"] if s)
-                  for r in table) + ".", ""]
+              "grid's or a column's runs share it; 2-core CPU shared with other jobs): " + train_seconds(table), ""]
     return "\n".join(lines)
 
 
@@ -258,11 +265,7 @@ def markdown(table: list[dict], runs_path: str) -> str:
         lines.append(f"| {label} | {method_info(r['method']).label} | {r['paper']:.2f} | {ours} | {per_seed} | "
                      f"{r['authors_minus_paper']:+.2f} | {rows_} | {verdict(r)} |")
     lines += ["", "Training seconds per authors' run (their code validates on every task after every epoch; 2-core "
-              "CPU shared with other jobs): " + "; ".join(
-                  f"{r['column']}/{r['method']} " + ", ".join(f"{s:.0f}" + ("*" if resumed else "")
-                                                for s, resumed in zip(r["authors_train_s"], r["authors_resumed"]) if s)
-                  for r in table) + " (*: a resumed run, `tests/parity/authors_seeds.py --resumable`: the seconds of its "
-              "last part only).", ""]
+              "CPU shared with other jobs): " + train_seconds(table), ""]
     return "\n".join(lines)
 
 
