@@ -81,19 +81,23 @@ def readme_counts(text: str) -> dict[str, int]:
     table = re.search(r"^\s*(\| agree \| differ, with a measured explanation .*\|)\n\s*\|[-| ]+\|\n\s*(\|.*\|)$", text,
                       re.M)
     assert table, "README has no counts table under its results"
-    header = [COUNT_COLUMNS[cell] for cell in table.group(1).strip("| ").split(" | ")]
+    cells = table.group(1).strip("| ").split(" | ")
+    unknown = [cell for cell in cells if cell not in COUNT_COLUMNS]
+    assert not unknown, f"README's counts table has columns {unknown}; name them as in {list(COUNT_COLUMNS)}"
+    header = [COUNT_COLUMNS[cell] for cell in cells]
     numbers = [int(re.search(r"\d+", cell).group()) for cell in table.group(2).strip("| ").split(" | ")]
     return dict(zip(header, numbers))
 
 
 def test_the_front_page_counts_are_the_ledgers():
-    "README's counts are those the headline ledger wrote (experiments/tables/faa_offline.json), so neither drifts alone."
+    "README's counts are those the headline ledger wrote (experiments/tables/faa_offline.json): neither drifts alone."
     ledger = json.loads((ROOT / "experiments/tables/faa_offline.json").read_text())["protocol"]["counts"]
     assert readme_counts((ROOT / "README.md").read_text()) == ledger
 
 
 def test_readme_counts_reads_the_row():
     text = ("  | agree | differ, with a measured explanation | differ, unexplained | inconclusive | need a GPU "
-            "| not run yet |\n  |---|---|---|---|---|---|\n  | **2** | **3** | **0** | **1** | **9** (projected) | **4** |\n")
+            "| not run yet |\n  |---|---|---|---|---|---|\n"
+            "  | **2** | **3** | **0** | **1** | **9** (projected) | **4** |\n")
     assert readme_counts(text) == {"agree": 2, "differ, explained": 3, "differ, unexplained": 0, "inconclusive": 1,
                                    "needs a GPU": 9, "not run": 4}
