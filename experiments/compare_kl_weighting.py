@@ -6,11 +6,13 @@ code's weight (`experiments/protocol.md`); this table never changes a verdict. F
 weightings' seeds, mean ± sd and the protocol's interval for one more run, and whether the paper's number is a
 plausible single run of either.
 
-    python experiments/compare_kl_weighting.py --paper-runs OUT [--code-runs OUT | --code-ledger LEDGER.json]
+    python experiments/compare_kl_weighting.py --paper-runs OUT [--schedule S] [--code-runs OUT | --code-ledger L]
 
-`OUT` is a `bcl-table faa --kl-weighting paper|code --out OUT` batch folder; without `--code-runs` the code's cells
-are read from a committed ledger (default: the offline `epochs` ledger). Writes
-`experiments/tables/sensitivity_kl_weighting.{md,json}`.
+`OUT` is a `bcl-table faa --kl-weighting paper|code --schedule S --out OUT` batch folder (or a folder that
+`merge_stages.py` joined the stages of one into); without `--code-runs` the code's cells are read from a committed
+ledger, by default the schedule's own (`experiments/tables/faa_offline-steps-matched.json` for `steps-matched`).
+Writes `experiments/tables/sensitivity_kl_weighting.{md,json}` for the paper's epochs and
+`sensitivity_kl_weighting-<schedule>.{md,json}` for another schedule, as batch folders are named.
 """
 import argparse
 import json
@@ -23,9 +25,9 @@ sys.path.insert(0, str(ROOT))
 METHODS = ("p-g-sfsvi", "l-g-sfsvi", "p-gm-sfsvi", "l-gm-sfsvi")
 
 
-def batch_cell(folder: Path, profile: str, column: str, method: str) -> dict | None:
-    "A finished cell of a batch folder (its numbers.json), or None."
-    path = folder / profile / column / method / "numbers.json"
+def batch_cell(folder: Path, run: str, column: str, method: str) -> dict | None:
+    "A finished cell of a batch folder's run `<profile>[-<schedule>]` (its numbers.json), or None."
+    path = folder / run / column / method / "numbers.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -44,7 +46,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paper-runs", type=Path, required=True, help="batch folder of the --kl-weighting paper cells")
     parser.add_argument("--code-runs", type=Path, help="batch folder of the code's cells (default: --code-ledger)")
-    parser.add_argument("--code-ledger", type=Path, default=ROOT / "experiments" / "tables" / "faa_offline.json")
+    parser.add_argument("--code-ledger", type=Path, help="committed ledger of the code's cells (default: the schedule's)")
+    parser.add_argument("--schedule", default="epochs", help="the schedule both weightings ran under")
     parser.add_argument("--column", default="ci-mnist-fcnn")
     parser.add_argument("--profile", default="offline")
     parser.add_argument("--tables", type=Path, default=ROOT / "experiments" / "tables")
@@ -52,13 +55,19 @@ def main(argv=None) -> int:
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.paper import METHOD_LABELS
     from bcl.provenance import provenance
+    from bcl.table.plan import run_name
     from bcl.table.verdict import load_protocol
     rule = load_protocol().rule
-    ledger = json.loads(args.code_ledger.read_text())["cells"] if args.code_runs is None else {}
+    run = run_name(args.profile, args.schedule)
+    if args.code_runs is None:
+        code_ledger = args.code_ledger or args.tables / f"faa_{run}.json"
+        if not code_ledger.exists():
+            parser.error(f"{code_ledger} does not exist: give the code's cells with --code-runs or --code-ledger")
+        ledger = json.loads(code_ledger.read_text())["cells"]
     rows, lines = [], []
     for method in METHODS:
-        paper = batch_cell(args.paper_runs, args.profile, args.column, method)
-        code = (batch_cell(args.code_runs, args.profile, args.column, method) if args.code_runs
+        paper = batch_cell(args.paper_runs, run, args.column, method)
+        code = (batch_cell(args.code_runs, run, args.column, method) if args.code_runs
                 else ledger.get(f"{args.column}/{method}"))
         if paper is None or code is None or not code.get("n", code.get("final_average_accuracy", {}).get("n")):
             lines.append(f"| {METHOD_LABELS[method]} | not run | | | | |")
@@ -85,10 +94,11 @@ def main(argv=None) -> int:
         f"against it. Schedule: {', '.join(schedules) or '–'}; every seed each cell ran (seeds 0 to n − 1).", "",
         "| method | code's weight | outcome | text's weight (B/C) | outcome | paper |",
         "|---|---|---|---|---|---|", *lines, "", f"Written by `{command}`.", ""])
-    atomic_write_bytes(args.tables / "sensitivity_kl_weighting.md", text.encode())
-    atomic_write_json(args.tables / "sensitivity_kl_weighting.json",
-                      {"command": command, "column": args.column, "profile": args.profile, "rows": rows,
-                       "provenance": provenance()})
+    stem = "sensitivity_kl_weighting" + ("" if run == args.profile else run.removeprefix(args.profile))
+    atomic_write_bytes(args.tables / f"{stem}.md", text.encode())
+    atomic_write_json(args.tables / f"{stem}.json",
+                      {"command": command, "column": args.column, "profile": args.profile, "schedule": args.schedule,
+                       "rows": rows, "provenance": provenance()})
     print(text)
     return 0
 

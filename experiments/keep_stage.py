@@ -9,8 +9,11 @@ of the batch OUT (not its notebook or checkpoint) into
 
     experiments/stages/seeds-<first>-<last>/<profile>-<schedule>/<column>/<method>/numbers.json
 
-which `merge_stages.py` takes as a stage folder (a joined cell of seeds 0-9 is kept as seeds-0-9). It prints the commit a later stage must run from (the stages of a cell
-join only within one bcl code version):
+which `merge_stages.py` takes as a stage folder (a joined cell of seeds 0-9 is kept as seeds-0-9). A cell run with a
+setting the headline table does not use, S-FSVI's KL weight (`run_table.py --kl-weighting paper`), is kept apart, under
+`experiments/stages/kl-weighting-paper/seeds-<first>-<last>/...`: it never meets the headline cell's stage of the same
+seeds, and the headline ledger does not count its seeds. It prints the commit a later stage must run from (the stages
+of a cell join only within one bcl code version):
 
     git worktree add ../stage2 COMMIT
     (cd ../stage2 && python experiments/run_table.py faa --schedule steps-matched --cells 'COLUMN/METHOD' \\
@@ -42,10 +45,19 @@ def stage_name(seeds: list[int]) -> str:
     return f"seeds-{seeds[0]}-{seeds[-1]}"
 
 
+def variant_folder(numbers: dict) -> str | None:
+    "Where a cell run with a setting the headline table does not use is kept apart (`kl-weighting-paper`), or None."
+    kl_weighting = numbers.get("parameters", {}).get("kl_weighting")
+    return None if kl_weighting is None else f"kl-weighting-{kl_weighting}"
+
+
 def keep_cell(numbers: dict, run: str, stages: Path = STAGES) -> tuple[Path, bool]:
-    """Copy one finished cell's numbers into `stages`; (where it is kept, whether it was written now). A `ValueError`
-    says why a cell cannot be kept (already kept with other numbers, or seeds that are not one stage)."""
-    target = stages / stage_name(numbers["seeds"]) / run / numbers["column"] / numbers["method"] / "numbers.json"
+    """Copy one finished cell's numbers into `stages` (a variant's cell into its own sub-folder, `variant_folder`);
+    (where it is kept, whether it was written now). A `ValueError` says why a cell cannot be kept (already kept with
+    other numbers, or seeds that are not one stage)."""
+    variant = variant_folder(numbers)
+    root = stages if variant is None else stages / variant
+    target = root / stage_name(numbers["seeds"]) / run / numbers["column"] / numbers["method"] / "numbers.json"
     text = json.dumps(numbers, indent=1, sort_keys=True) + "\n"
     if target.exists():
         if json.loads(target.read_text()) == json.loads(text):
