@@ -101,3 +101,18 @@ def test_readme_counts_reads_the_row():
             "  | **2** | **3** | **0** | **1** | **9** (projected) | **4** |\n")
     assert readme_counts(text) == {"agree": 2, "differ, explained": 3, "differ, unexplained": 0, "inconclusive": 1,
                                    "needs a GPU": 9, "not run": 4}
+
+
+def sensitivity_count(text: str, pattern: str) -> int:
+    found = re.search(pattern, text)
+    assert found, f"no count of cells that another schedule would move ({pattern})"
+    return int(found.group(1))
+
+
+def test_the_front_page_sensitivity_count_is_the_ledgers():
+    "README's number of cells another schedule would move is the headline ledger's (experiments/tables/faa_offline.md)."
+    ledger = sensitivity_count((ROOT / "experiments/tables/faa_offline.md").read_text(),
+                               r"\*\*(\d+) cells\*\* would get another outcome")
+    readme = sensitivity_count(" ".join((ROOT / "README.md").read_text().split()),
+                               r"\*\*Sensitivity\*\* \(the same ledger\): (\d+) cells would get another outcome")
+    assert readme == ledger
