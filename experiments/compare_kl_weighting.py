@@ -43,11 +43,13 @@ def row(cell: dict, rule, weighting: str) -> dict:
 
 
 def main(argv=None) -> int:
+    from bcl.table.plan import SCHEDULES, run_name
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paper-runs", type=Path, required=True, help="batch folder of the --kl-weighting paper cells")
     parser.add_argument("--code-runs", type=Path, help="batch folder of the code's cells (default: --code-ledger)")
     parser.add_argument("--code-ledger", type=Path, help="committed ledger of the code's cells (default: the schedule's)")
-    parser.add_argument("--schedule", default="epochs", help="the schedule both weightings ran under")
+    parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs",
+                        help="the schedule both weightings ran under")
     parser.add_argument("--column", default="ci-mnist-fcnn")
     parser.add_argument("--profile", default="offline")
     parser.add_argument("--tables", type=Path, default=ROOT / "experiments" / "tables")
@@ -55,7 +57,6 @@ def main(argv=None) -> int:
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.paper import METHOD_LABELS
     from bcl.provenance import provenance
-    from bcl.table.plan import run_name
     from bcl.table.verdict import load_protocol
     rule = load_protocol().rule
     run = run_name(args.profile, args.schedule)
