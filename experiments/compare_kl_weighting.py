@@ -95,7 +95,7 @@ def main(argv=None) -> int:
         f"against it. Schedule: {', '.join(schedules) or '–'}; every seed each cell ran (seeds 0 to n − 1).", "",
         "| method | code's weight | outcome | text's weight (B/C) | outcome | paper |",
         "|---|---|---|---|---|---|", *lines, "", f"Written by `{command}`.", ""])
-    stem = "sensitivity_kl_weighting" + ("" if run == args.profile else run.removeprefix(args.profile))
+    stem = "sensitivity_kl_weighting" + run.removeprefix(args.profile)  # '-<schedule>', none for the paper's epochs
     atomic_write_bytes(args.tables / f"{stem}.md", text.encode())
     atomic_write_json(args.tables / f"{stem}.json",
                       {"command": command, "column": args.column, "profile": args.profile, "schedule": args.schedule,
