@@ -152,7 +152,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
     """The projection record of every cell of `profile` whose data is present (see the module's docstring);
     `borrowed`: finished cells of another table, by (network, method, noise), used as rule 2's sources only."""
     from bcl.table.plan import missing_data, plan_cell
-    from bcl.table.cell import build_cell_method, load_cell_sequence, optimiser_steps, read_cell
+    from bcl.table.cell import build_cell_method, check_sequence_for, optimiser_steps, read_cell
     sequences, plans = {}, {}
     columns, methods = table_cells(table)
     for column in columns:
@@ -162,7 +162,7 @@ def project(profile: str, schedule: str, batch: Path, measured: dict, data_dir: 
             plan = plan_cell(column, method, profile, schedule=schedule)
             key = (plan.sequence, plan.pretraining)
             if key not in sequences:
-                sequences[key] = load_cell_sequence(plan, data_dir)
+                sequences[key] = check_sequence_for(plan, data_dir)  # an extractor column: shapes, not pre-trained
             sequence = sequences[key]
             algorithm, _, _ = build_cell_method(plan, sequence)
             numbers, _ = read_cell(batch / column.key / method)

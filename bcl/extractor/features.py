@@ -30,7 +30,8 @@ from ..engine.sequence import TrainOptions, in_chunks, train_sequence
 # %% auto #0
 __all__ = ['PRETRAINING', 'PRETRAINING_INPUT_SHAPES', 'FEATURE_BOUNDS', 'FEATURE_CACHE_FORMAT', 'Pretraining',
            'pretraining_settings', 'class_weights', 'subsample_sequence', 'pretrain', 'extract_features',
-           'features_dir', 'data_fingerprint', 'load_extractor', 'feature_sequence']
+           'features_dir', 'data_fingerprint', 'load_extractor', 'feature_sequence', 'feature_width',
+           'feature_sequence_shapes']
 
 # %% ../../nbs/extractor/42_features.ipynb #ac4fcfd6
 class Pretraining(NamedTuple):
@@ -296,3 +297,26 @@ def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining 
     tasks = [Task(tasks[t]["train"], tasks[t]["validation"], tasks[t]["test"], task.classes)
              for t, task in enumerate(target.tasks, start=1)]
     return _feature_task_sequence(target, tasks, manifest["n_features"], bounds)
+
+# %% ../../nbs/extractor/42_features.ipynb #6a4d1b27
+def feature_width(pretraining: str | Pretraining) -> int:
+    "The number of features the extractor of `pretraining` gives each input (its tail's output), without training it."
+    settings = pretraining_settings(pretraining)
+    shape = PRETRAINING_INPUT_SHAPES[settings.task]
+    model = make_model(settings.model, 1, shape)  # the tail, hence the features, does not depend on the head's outputs
+    params = jax.eval_shape(model.init, jax.random.key(0))
+    return int(jax.eval_shape(model.features, params, jax.ShapeDtypeStruct((1, *shape), jnp.float32)).shape[-1])
+
+def feature_sequence_shapes(target: str | TaskSequence, pretraining: str | Pretraining = "fashionmnist", *,
+                            data_dir: str | os.PathLike | None = None,
+                            bounds: tuple[float, float] = FEATURE_BOUNDS) -> TaskSequence:
+    """`feature_sequence(target, pretraining)` with zero inputs: the same name, sizes, classes, input shape and bounds,
+    found without pre-training or extracting (to plan a cell, not to train it)."""
+    settings = pretraining_settings(pretraining)
+    if not bounds[0] < bounds[1]:
+        raise ValueError(f"Feature bounds need low < high, got {bounds}.")
+    target = _feature_target(target, settings, data_dir)
+    width = feature_width(settings)
+    zeros = lambda split: Split(np.broadcast_to(np.float32(0), (len(split.ys), width)), split.ys)
+    tasks = [Task(zeros(task.train), zeros(task.validation), zeros(task.test), task.classes) for task in target.tasks]
+    return _feature_task_sequence(target, tasks, width, bounds)

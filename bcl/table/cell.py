@@ -193,11 +193,14 @@ def checked_cell_method(plan: CellPlan, sequence: TaskSequence) -> tuple:
     return built
 
 def check_sequence_for(plan: CellPlan, data_dir: str | None = None) -> TaskSequence:
-    "The sequence the checks of a cell need: the cell's own, or for a column with a pre-training task its target sequence."
-    from bcl.data.sequences import load_sequence
+    """The sequence a cell's checks and plans need: the cell's own (`load_cell_sequence`), or for a column with a
+    pre-training task the features' tasks, sizes and shape with zero inputs, found without pre-training an extractor
+    (`bcl.extractor.features.feature_sequence_shapes`)."""
+    from bcl.extractor.features import feature_sequence_shapes
     if plan.pretraining is None:
         return load_cell_sequence(plan, data_dir)
-    return _load(plan, data_dir, [plan.sequence], lambda: load_sequence(plan.sequence, data_dir))
+    return _load(plan, data_dir, [plan.sequence],
+                 lambda: feature_sequence_shapes(plan.sequence, _pretraining(plan), data_dir=data_dir))
 
 # %% ../../nbs/table/61_cell.ipynb #fa89cabe
 def _per_seed(matrix: np.ndarray, chosen: np.ndarray) -> np.ndarray:
