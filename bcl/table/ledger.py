@@ -424,11 +424,11 @@ def _spans(seeds) -> str:
 
 def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict | None
                 ) -> tuple[str, dict | None, tuple[int, ...]]:
-    """What runs before `cell`'s `need` seeds can be joined, where `n` (seeds 0..n-1) ran: the seeds still to run, and
-    where seeds 0..n-1 are not kept as a stage (`kept`: `kept_stage_seeds`; None: not checked) the words that say so
-    and the projection of the seeds still to run (the projected cell ran `n`; seeds are a vmap axis, so its time grows
-    with them, as `experiments/project_table.py` scales it). Seeds of the `need` already kept, from an earlier stage
-    of the same bcl code, do not run again."""
+    """What runs before `cell`'s `need` seeds can be joined, where `n` (seeds 0..n-1) ran: the words that say which
+    seeds are kept as stages and which still run, where that is not the usual next stage (`kept`: `kept_stage_seeds`;
+    None: not checked), the projection of the seeds still to run (the projected cell ran `n`; seeds are a vmap axis,
+    so its time grows with them, as `experiments/project_table.py` scales it) and those seeds. Seeds of the `need`
+    already kept, from an earlier stage of the same bcl code, do not run again."""
     if kept is None:
         return "", projected, tuple(range(n, need))
     have = kept.get(cell, frozenset()) & frozenset(range(need))
@@ -436,8 +436,8 @@ def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict
     todo = tuple(sorted(set(range(need)) - have - (set(range(n)) if runs_kept else set())))
     if runs_kept and have <= set(range(n)):  # the usual case: the run seeds are kept, the next stage not begun
         return "", projected, todo
-    scaled = projected if runs_kept or projected is None or projected.get("hours") is None else projected | {
-        "hours": projected["hours"] * len(todo) / n}
+    scaled = projected if not todo or len(todo) == n or projected is None or projected.get("hours") is None else (
+        projected | {"hours": projected["hours"] * len(todo) / n})
     if not have:
         words = f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit"
     elif not todo:  # every stage kept, not yet joined into the ledger
