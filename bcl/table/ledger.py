@@ -444,7 +444,8 @@ def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict
         words = (f"seeds {_spans(have)} are kept as stages (experiments/stages): join them (experiments/merge_stages.py) "
                  "to judge the cell")
     else:
-        words = (f"seeds {_spans(have)} are kept as stages (experiments/stages); seeds {_spans(todo)} still run from "
+        still = f"seed {todo[0]} still runs" if len(todo) == 1 else f"seeds {_spans(todo)} still run"
+        words = (f"seeds {_spans(have)} are kept as stages (experiments/stages); {still} from "
                  f"their bcl code before all {need} are joined")
     return words, scaled, todo
 
