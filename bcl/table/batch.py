@@ -139,8 +139,8 @@ def check_cells(cells: list[Cell], data_dir: str | None = None) -> float:
     from bcl.table.cell import cell_problems, check_sequence_for
     start = time.perf_counter()
     groups: dict[tuple, list[Cell]] = {}
-    for cell in cells:  # a column with a pre-training task is checked on its target sequence: one load serves both
-        groups.setdefault((cell.plan.sequence, cell.plan.profile), []).append(cell)
+    for cell in cells:  # a column with a pre-training task is checked on its features' shapes (`check_sequence_for`)
+        groups.setdefault((cell.plan.sequence, cell.plan.pretraining, cell.plan.profile), []).append(cell)
     for group in groups.values():
         try:
             sequence = check_sequence_for(group[0].plan, data_dir)
