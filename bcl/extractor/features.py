@@ -221,6 +221,10 @@ def load_extractor(settings: Pretraining | str, *, cache_dir: str | os.PathLike 
     return model, params, manifest
 
 # %% ../../nbs/extractor/42_features.ipynb #d3265115
+def _check_bounds(bounds: tuple[float, float]) -> None:
+    if not bounds[0] < bounds[1]:
+        raise ValueError(f"Feature bounds need low < high, got {bounds}.")
+
 def _feature_task_sequence(target: TaskSequence, tasks, n_features: int, bounds) -> TaskSequence:
     low, high = (np.full(n_features, b, np.float32) for b in bounds)
     return target._replace(name=f"{target.name}_fe", tasks=tuple(tasks), input_shape=(n_features,),
@@ -258,8 +262,7 @@ def feature_sequence(target: str | TaskSequence, pretraining: str | Pretraining 
                      progress: bool = False) -> TaskSequence:
     "`target` (a name or a `TaskSequence`) with inputs replaced by the frozen features of the pre-trained extractor."
     settings = pretraining_settings(pretraining)
-    if not bounds[0] < bounds[1]:
-        raise ValueError(f"Feature bounds need low < high, got {bounds}.")
+    _check_bounds(bounds)
     target = _feature_target(target, settings, data_dir)
     root = features_dir() if cache_dir is None else Path(cache_dir)
     folder = root / "sequences" / f"{target.name}__{settings.task}"
@@ -313,8 +316,7 @@ def feature_sequence_shapes(target: str | TaskSequence, pretraining: str | Pretr
     """`feature_sequence(target, pretraining)` with zero inputs: the same name, sizes, classes, input shape and bounds,
     found without pre-training or extracting (to plan a cell, not to train it)."""
     settings = pretraining_settings(pretraining)
-    if not bounds[0] < bounds[1]:
-        raise ValueError(f"Feature bounds need low < high, got {bounds}.")
+    _check_bounds(bounds)
     target = _feature_target(target, settings, data_dir)
     width = feature_width(settings)
     zeros = lambda split: Split(np.broadcast_to(np.float32(0), (len(split.ys), width)), split.ys)
