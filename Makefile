@@ -132,13 +132,15 @@ table-offline-steps: env
 	$(BIN)/python experiments/ledger.py faa --profile offline
 
 ## The paper's optimiser steps on the MNIST S-FSVI cells whose epochs fall short of the paper (15 times a cell's
-## steps: 48-150 s a cell on one H200, hours on 2 CPU cores), and steps-matched on the FCNN's L-VCL cells.
+## steps: 48-150 s a cell on one H200, hours on 2 CPU cores).
 STEPS_MNIST_CELLS := '*-mnist-fcnn/*-sfsvi' 'di-mnist-cnn/p-g-sfsvi'
 table-offline-steps-mnist: env
 	$(BIN)/python experiments/run_table.py faa --profile offline --schedule steps --cells $(STEPS_MNIST_CELLS)
 	$(BIN)/python experiments/ledger.py faa --profile offline --schedule steps
 	$(BIN)/python experiments/ledger.py faa --profile offline
 
+## The FCNN's L-VCL cells under steps-matched, the protocol's primary regime (a subset of table-offline-protocol, with
+## run_table.py's default seeds).
 table-offline-steps-matched: env
 	$(BIN)/python experiments/run_table.py faa --profile offline --schedule steps-matched --cells '*-mnist-fcnn/l-*-vcl'
 	$(BIN)/python experiments/ledger.py faa --profile offline --schedule steps-matched
