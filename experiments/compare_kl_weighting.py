@@ -12,7 +12,8 @@ plausible single run of either.
 `merge_stages.py` joined the stages of one into); without `--code-runs` the code's cells are read from a committed
 ledger, by default the schedule's own (`experiments/tables/faa_offline-steps-matched.json` for `steps-matched`).
 Writes `experiments/tables/sensitivity_kl_weighting.{md,json}` for the paper's epochs and
-`sensitivity_kl_weighting-<schedule>.{md,json}` for another schedule, as batch folders are named.
+`sensitivity_kl_weighting-<schedule>.{md,json}` for another schedule, as batch folders are named, and the figure of
+the same name under `figures/` (each weighting's seeds as dots, its interval as a bar, the paper's number as a line).
 """
 import argparse
 import json
@@ -42,6 +43,35 @@ def row(cell: dict, rule, weighting: str) -> dict:
             "backend": cell["provenance"].get("backend")}
 
 
+def draw(rows: list[dict], title: str):
+    "Each method's two weightings side by side: the seeds as dots, the protocol's interval as a bar, the paper as a line."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from bcl.paper import METHOD_LABELS
+    import textwrap
+    width = max(4.5, 1.6 + 1.9 * len(rows))
+    fig, ax = plt.subplots(figsize=(width, 4.0))
+    colours = {"code": "tab:blue", "paper": "tab:orange"}
+    names = {"code": "code's weight", "paper": "text's weight B/C"}
+    for i, both in enumerate(rows):
+        for k, weighting in enumerate(("code", "paper")):
+            r, x = both[weighting], i + (k - 0.5) * 0.36
+            ax.bar(x, r["interval"][1] - r["interval"][0], bottom=r["interval"][0], width=0.3, alpha=0.3,
+                   color=colours[weighting], label=names[weighting] if i == 0 else None)
+            spread = np.linspace(-0.1, 0.1, len(r["per_seed"])) if len(r["per_seed"]) > 1 else [0.0]
+            ax.plot(x + np.asarray(spread), r["per_seed"], "o", ms=3, color=colours[weighting])
+        ax.hlines(both["code"]["paper"], i - 0.4, i + 0.4, color="black", label="paper" if i == 0 else None)
+    ax.set_xticks(range(len(rows)), [METHOD_LABELS[r["method"]] for r in rows])
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_ylabel("final average accuracy (%)")
+    ax.set_title("\n".join(textwrap.wrap(title, int(width * 11))), fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
 def main(argv=None) -> int:
     from bcl.table.plan import SCHEDULES, run_name
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -53,6 +83,7 @@ def main(argv=None) -> int:
     parser.add_argument("--column", default="ci-mnist-fcnn")
     parser.add_argument("--profile", default="offline")
     parser.add_argument("--tables", type=Path, default=ROOT / "experiments" / "tables")
+    parser.add_argument("--figures", type=Path, default=ROOT / "figures")
     args = parser.parse_args(argv)
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.paper import METHOD_LABELS
@@ -100,6 +131,11 @@ def main(argv=None) -> int:
     atomic_write_json(args.tables / f"{stem}.json",
                       {"command": command, "column": args.column, "profile": args.profile, "schedule": args.schedule,
                        "rows": rows, "provenance": provenance()})
+    fig = draw(rows, f"S-FSVI's KL weight on {args.column} ({args.profile}, {', '.join(schedules) or '–'}): "
+                     "seeds, 95 % interval for one run")
+    args.figures.mkdir(parents=True, exist_ok=True)
+    for suffix in ("png", "pdf"):
+        fig.savefig(args.figures / f"{stem}.{suffix}", dpi=150)
     print(text)
     return 0
 

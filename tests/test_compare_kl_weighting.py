@@ -42,7 +42,10 @@ def test_a_schedule_gets_its_own_table_beside_the_code_ledger_of_that_schedule(t
     (tables / "faa_offline-steps-matched.json").write_text(json.dumps(
         {"cells": {"ci-mnist-fcnn/p-g-sfsvi": cell(CODE, "steps-matched", None)}}))
     runs = write_batch(tmp_path / "runs", "offline-steps-matched", cell(TEXT, "steps-matched", "paper"))
-    assert compare.main(["--paper-runs", str(runs), "--schedule", "steps-matched", "--tables", str(tables)]) == 0
+    figures = tmp_path / "figures"
+    assert compare.main(["--paper-runs", str(runs), "--schedule", "steps-matched", "--tables", str(tables),
+                         "--figures", str(figures)]) == 0
+    assert (figures / "sensitivity_kl_weighting-steps-matched.png").stat().st_size > 0
     assert not (tables / "sensitivity_kl_weighting.md").exists()  # the paper's epochs keep their own table
     table = json.loads((tables / "sensitivity_kl_weighting-steps-matched.json").read_text())
     (row,) = table["rows"]
