@@ -7,13 +7,15 @@ weightings' seeds, mean ± sd and the protocol's interval for one more run, and 
 plausible single run of either.
 
     python experiments/compare_kl_weighting.py --paper-runs OUT [--schedule S] [--code-runs OUT | --code-ledger L]
+    python experiments/compare_kl_weighting.py --redraw experiments/tables/sensitivity_kl_weighting.json
 
 `OUT` is a `bcl-table faa --kl-weighting paper|code --schedule S --out OUT` batch folder (or a folder that
 `merge_stages.py` joined the stages of one into); without `--code-runs` the code's cells are read from a committed
 ledger, by default the schedule's own (`experiments/tables/faa_offline-steps-matched.json` for `steps-matched`).
 Writes `experiments/tables/sensitivity_kl_weighting.{md,json}` for the paper's epochs and
 `sensitivity_kl_weighting-<schedule>.{md,json}` for another schedule, as batch folders are named, and the figure of
-the same name under `figures/` (each weighting's seeds as dots, its interval as a bar, the paper's number as a line).
+the same name under `figures/` (each weighting's seeds as dots, its interval as a bar, the paper's number as a line);
+`--redraw` draws that figure again from a table's committed JSON alone.
 """
 import argparse
 import json
@@ -72,10 +74,22 @@ def draw(rows: list[dict], title: str):
     return fig
 
 
+def write_figure(rows: list[dict], figures: Path, stem: str, column: str, profile: str) -> None:
+    "`draw` the rows into `figures/<stem>.{png,pdf}`."
+    schedules = sorted({r[w]["schedule"] for r in rows for w in ("code", "paper")})
+    fig = draw(rows, f"S-FSVI's KL weight on {column} ({profile}, {', '.join(schedules) or '–'}): "
+                     "seeds, 95 % interval for one run")
+    figures.mkdir(parents=True, exist_ok=True)
+    for suffix in ("png", "pdf"):
+        fig.savefig(figures / f"{stem}.{suffix}", dpi=150)
+
+
 def main(argv=None) -> int:
     from bcl.table.plan import SCHEDULES, run_name
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--paper-runs", type=Path, required=True, help="batch folder of the --kl-weighting paper cells")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--paper-runs", type=Path, help="batch folder of the --kl-weighting paper cells")
+    source.add_argument("--redraw", type=Path, help="a written sensitivity_kl_weighting*.json: draw its figure again")
     parser.add_argument("--code-runs", type=Path, help="batch folder of the code's cells (default: --code-ledger)")
     parser.add_argument("--code-ledger", type=Path, help="committed ledger of the code's cells (default: the schedule's)")
     parser.add_argument("--schedule", choices=tuple(SCHEDULES), default="epochs",
@@ -85,6 +99,10 @@ def main(argv=None) -> int:
     parser.add_argument("--tables", type=Path, default=ROOT / "experiments" / "tables")
     parser.add_argument("--figures", type=Path, default=ROOT / "figures")
     args = parser.parse_args(argv)
+    if args.redraw is not None:
+        table = json.loads(args.redraw.read_text())
+        write_figure(table["rows"], args.figures, args.redraw.stem, table["column"], table["profile"])
+        return 0
     from bcl.core import atomic_write_bytes, atomic_write_json
     from bcl.paper import METHOD_LABELS
     from bcl.provenance import provenance
@@ -131,11 +149,7 @@ def main(argv=None) -> int:
     atomic_write_json(args.tables / f"{stem}.json",
                       {"command": command, "column": args.column, "profile": args.profile, "schedule": args.schedule,
                        "rows": rows, "provenance": provenance()})
-    fig = draw(rows, f"S-FSVI's KL weight on {args.column} ({args.profile}, {', '.join(schedules) or '–'}): "
-                     "seeds, 95 % interval for one run")
-    args.figures.mkdir(parents=True, exist_ok=True)
-    for suffix in ("png", "pdf"):
-        fig.savefig(args.figures / f"{stem}.{suffix}", dpi=150)
+    write_figure(rows, args.figures, stem, args.column, args.profile)
     print(text)
     return 0
 

@@ -45,7 +45,12 @@ def test_a_schedule_gets_its_own_table_beside_the_code_ledger_of_that_schedule(t
     figures = tmp_path / "figures"
     assert compare.main(["--paper-runs", str(runs), "--schedule", "steps-matched", "--tables", str(tables),
                          "--figures", str(figures)]) == 0
-    assert (figures / "sensitivity_kl_weighting-steps-matched.png").stat().st_size > 0
+    drawn = figures / "sensitivity_kl_weighting-steps-matched.png"
+    assert drawn.stat().st_size > 0
+    drawn.unlink()
+    assert compare.main(["--redraw", str(tables / "sensitivity_kl_weighting-steps-matched.json"),
+                         "--figures", str(figures)]) == 0
+    assert drawn.stat().st_size > 0  # the figure again, from the committed table alone
     assert not (tables / "sensitivity_kl_weighting.md").exists()  # the paper's epochs keep their own table
     table = json.loads((tables / "sensitivity_kl_weighting-steps-matched.json").read_text())
     (row,) = table["rows"]
