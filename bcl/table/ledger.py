@@ -438,15 +438,15 @@ def _stage_plan(kept: dict | None, cell: str, n: int, need: int, projected: dict
         return "", projected, todo
     scaled = projected if not todo or len(todo) == n or projected is None or projected.get("hours") is None else (
         projected | {"hours": projected["hours"] * len(todo) / n})
+    kept_words = (f"seed {min(have)} is kept as a stage" if len(have) == 1
+                  else f"seeds {_spans(have)} are kept as stages")
     if not have:
         words = f"seeds 0–{n - 1} are not kept as a stage (experiments/stages), so all {need} run again from one commit"
     elif not todo:  # every stage kept, not yet joined into the ledger
-        words = (f"seeds {_spans(have)} are kept as stages (experiments/stages): join them (experiments/merge_stages.py) "
-                 "to judge the cell")
+        words = f"{kept_words} (experiments/stages): join them (experiments/merge_stages.py) to judge the cell"
     else:
         still = f"seed {todo[0]} still runs" if len(todo) == 1 else f"seeds {_spans(todo)} still run"
-        words = (f"seeds {_spans(have)} are kept as stages (experiments/stages); {still} from "
-                 f"their bcl code before all {need} are joined")
+        words = f"{kept_words} (experiments/stages); {still} from their bcl code before all {need} are joined"
     return words, scaled, todo
 
 class Judging(NamedTuple):
