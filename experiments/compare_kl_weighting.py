@@ -20,6 +20,7 @@ the same name under `figures/` (each weighting's seeds as dots, its interval as 
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +53,6 @@ def draw(rows: list[dict], title: str):
     import matplotlib.pyplot as plt
     import numpy as np
     from bcl.paper import METHOD_LABELS
-    import textwrap
     width = max(4.5, 1.6 + 1.9 * len(rows))
     fig, ax = plt.subplots(figsize=(width, 4.0))
     colours = {"code": "tab:blue", "paper": "tab:orange"}
